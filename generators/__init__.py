@@ -1,0 +1,29 @@
+"""Task generators (installed as `ssmbench.generators`), one task per module.
+
+`BUILTIN` is the single source of truth for the task registry: name -> ("module:Class", one-line summary).
+Reading it imports neither numba nor any task module.
+"""
+
+BUILTIN: dict[str, tuple[str, str]] = {
+    "shift": ("ssmbench.generators.shift:Shift",
+              "Output the input delayed by num_shifts evenly spaced lags, one output channel per lag"),
+    "cumsum": ("ssmbench.generators.cumsum:Cumsum",
+               "Output the running sum of the input, scaled by 1/sqrt(i+1)"),
+    "cummax": ("ssmbench.generators.cummax:Cummax", "Output the running maximum of the input"),
+    "reverse": ("ssmbench.generators.reverse:Reverse",
+                "Output the input sequence reversed, after L appended zeros"),
+    "sort": ("ssmbench.generators.sort:Sort",
+             "Output the input sorted by distance from its first element, after L appended zeros"),
+    "select": ("ssmbench.generators.select:Select",
+               "Copy the M marked values, in order, to the last M positions (random marks per sample)"),
+    "select_fixed": ("ssmbench.generators.select_fixed:SelectFixed",
+                     "Copy the M marked values, in order, to the last M positions (one fixed mark set)"),
+    "solve": ("ssmbench.generators.solve:Solve",
+              "Solve AX = B for X given the rows of [A | B], A a random orthogonal matrix per sample"),
+    "solve_fixed": ("ssmbench.generators.solve_fixed:SolveFixed",
+                    "Solve AX = B for X given the rows of [A | B], A one fixed orthogonal matrix"),
+    "context_shift": ("ssmbench.generators.context_shift:ContextShift",
+                      "Shift a sequence by an offset encoded in its first two values"),
+    "mips": ("ssmbench.generators.mips:Mips",
+             "At each position output the value whose key has the largest inner product with the query"),
+}

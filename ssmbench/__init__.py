@@ -1,0 +1,19 @@
+"""ssmbench: deterministic long-range sequence benchmark datasets and an evaluation harness.
+
+The public API is re-exported here explicitly; heavy dependencies (numba, h5py, torch) load lazily.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .api import Field as Field
+from .api import Spec as Spec
+from .api import Task as Task
+from .api import TaskConfig as TaskConfig
+from .errors import ConfigError as ConfigError
+from .errors import DatasetError as DatasetError
+from .errors import SsmbenchError as SsmbenchError
+from .errors import UnknownNameError as UnknownNameError
+from .errors import VerificationError as VerificationError
+from .registry import get_task as get_task
