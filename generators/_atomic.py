@@ -1,0 +1,74 @@
+"""Plain-Python helpers shared by the atomic tasks: length checks, length presets, the Spec, positional channels.
+
+Every atomic task stores `inputs` (T, d_in) float32 with cos and sin of 2*pi*t/T as the last two channels and
+`targets` (l_output, d_output) float32; metrics are R^2 and MSE; all are causal except MIPS with causal=false.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ssmbench.api import Field, Spec
+from ssmbench.errors import ConfigError
+
+MAX_LENGTH = 2**20
+PAPER_LENGTHS = (4096, 512)
+
+
+def check_length(task: str, L: int, minimum: int, need: str = "") -> None:
+    """Raise ConfigError naming the task and the bound when L is outside [minimum, 2^20]."""
+    if not isinstance(L, int) or isinstance(L, bool):
+        raise ConfigError("L", f"must be an integer, got {L!r}")
+    if L < minimum:
+        extra = f" ({need})" if need else ""
+        raise ConfigError("L", f"L={L} is too small for {task}: need L >= {minimum}{extra}",
+                          f"pass --length {minimum} or more")
+    if L > MAX_LENGTH:
+        raise ConfigError("L", f"L={L} is too large for {task}: at most 2^20 = {MAX_LENGTH}")
+
+
+def check_positive(field: str, value: int, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(field, f"must be an integer >= {minimum}, got {value!r}")
+
+
+def length_presets(config_cls: type, lengths: tuple[int, ...] = PAPER_LENGTHS) -> dict[str, Any]:
+    """One preset per paper length, every other field at its default: {"4096": Config(L=4096), ...}."""
+    return {str(L): config_cls(L=L) for L in lengths}
+
+
+@functools.lru_cache(maxsize=16)
+def positional_channels(T: int) -> np.ndarray:
+    """(T, 2) float32: cos and sin of 2*pi*t/T, angle in float64, cached per T (read-only)."""
+    angle = 2.0 * np.pi * np.arange(T, dtype=np.float64) / T
+    out = np.stack([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
+    out.setflags(write=False)
+    return out
+
+
+def atomic_spec(T: int, d_input: int, l_output: int, d_output: int, causal: bool = True,
+                extra: Mapping[str, Field] | None = None, input_doc: str = "", target_doc: str = "") -> Spec:
+    """The Spec of an atomic regression task."""
+    fields = {
+        "inputs": Field("float32", (T, d_input),
+                        input_doc or "data channels, then cos and sin of 2*pi*t/T", shuffle=True),
+        "targets": Field("float32", (l_output, d_output),
+                         target_doc or "regression targets, aligned with the last l_output positions", shuffle=True),
+    }
+    fields.update(extra or {})
+    return Spec(fields=fields, input_kind="real", d_input=d_input, seq_len=T, target_kind="regress",
+                d_output=d_output, l_output=l_output, ignore_index=None, causal=causal, input_scale=None,
+                metrics=("r2", "mse"))
+
+
+def empty_outputs(spec: Spec, n: int) -> dict[str, np.ndarray]:
+    """Uninitialised arrays (n, *shape) for every field of the spec."""
+    return {name: np.empty((n, *f.shape), dtype=f.dtype) for name, f in spec.fields.items()}
+
+
+def as_keys(keys: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)

@@ -1,0 +1,81 @@
+"""CUMMAX: output the running maximum of the input (DLR paper section 3.1, tasks.md 3.4).
+
+Worked example (L = 5)::
+
+    t    0     1     2     3     4
+    x   0.2  -1.0   0.7   0.1   1.0
+    y   0.2   0.2   0.7   0.7   1.0
+
+>>> from ssmbench.seeding import keys_for
+>>> task, cfg = Cummax(), CummaxConfig(L=5)
+>>> out = task.generate(cfg, keys_for("cummax", task.version, cfg.to_dict(), 0, "train", 0, 1))
+>>> x, y = out["inputs"][0, :, 0], out["targets"][0, :, 0]
+>>> bool((y == __import__("numpy").maximum.accumulate(x)).all()), float(y[-1])
+(True, 1.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import final
+
+import numpy as np
+from numba import njit, prange
+
+from ssmbench.api import Task, TaskConfig
+
+from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._kernels import fill_ninf_normal
+
+
+@dataclass(frozen=True)
+class CummaxConfig(TaskConfig):
+    L: int = 4096
+    """Sequence length (input and output)."""
+
+    def __post_init__(self) -> None:
+        check_length("cummax", self.L, 1)
+
+
+@njit(parallel=True, cache=True)
+def _fill_cummax(keys, pos, x, y):
+    n, L = x.shape[0], x.shape[1]
+    for i in prange(n):
+        v = np.empty(L, dtype=np.float32)
+        fill_ninf_normal(keys[i], v)
+        x[i, :, 0] = v
+        x[i, :, 1:] = pos
+        best = v[0]
+        for t in range(L):
+            if v[t] > best:
+                best = v[t]
+            y[i, t, 0] = best
+
+
+@final
+class Cummax(Task[CummaxConfig]):
+    """Output the running maximum of the input
+
+    Input (L, 3): inf-normalised Gaussian noise, cos, sin. Target (L, 1): max of the noise up to position i.
+    """
+
+    name = "cummax"
+    version = "1"
+    Config = CummaxConfig
+    presets = length_presets(CummaxConfig)
+    default_preset = "4096"
+    default_n = 16000
+
+    def spec(self, config: CummaxConfig):
+        return atomic_spec(config.L, 3, config.L, 1)
+
+    def generate(self, config: CummaxConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
+        keys = as_keys(keys)
+        out = empty_outputs(self.spec(config), keys.shape[0])
+        _fill_cummax(keys, positional_channels(config.L), out["inputs"], out["targets"])
+        return out
+
+    def oracle(self, config: CummaxConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        v = np.asarray(sample["inputs"])[:, 0]
+        return {"targets": np.maximum.accumulate(v).astype(np.float32)[:, None]}

@@ -1,0 +1,121 @@
+"""SELECT: copy the M marked values, in order, to the M appended positions (tasks.md 3.7).
+
+The first L + M positions carry inf-normalised noise; M of them are marked in a second channel; M zeros follow.
+The target is the marked values in position order, aligned with the last M outputs (the appended zeros).
+
+Worked example (L = 3, M = 2, T = L + 2M = 7; marks at 1 and 3)::
+
+    t          0    1    2    3    4    5    6
+    value     v0   v1   v2   v3   v4    0    0      (+ cos, sin over T = 7)
+    marker     0    1    0    1    0    0    0
+    output                                v1   v3    the last M of the T outputs
+
+>>> from ssmbench.seeding import keys_for
+>>> task, cfg = Select(), SelectConfig(L=3, M=2)
+>>> out = task.generate(cfg, keys_for("select", task.version, cfg.to_dict(), 0, "train", 0, 1))
+>>> x, y = out["inputs"][0], out["targets"][0]
+>>> x.shape, y.shape, int(x[:, 1].sum()), bool((y[:, 0] == x[x[:, 1] == 1, 0]).all())
+((7, 4), (2, 1), 2, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import final
+
+import numpy as np
+from numba import njit, prange
+
+from ssmbench.api import Field, Task, TaskConfig
+
+from ._atomic import (as_keys, atomic_spec, check_length, check_positive, empty_outputs, length_presets,
+                      positional_channels)
+from ._kernels import fill_ninf_normal, sorted_subset
+from ._rng import randint_s
+
+
+@dataclass(frozen=True)
+class SelectConfig(TaskConfig):
+    L: int = 4096
+    """Number of noise positions beyond the M to be copied: L + M values, then M zeros (T = L + 2M)."""
+    M: int = 32
+    """Number of marked values to copy."""
+    consecutive: bool = False
+    """Mark one block of M consecutive positions, starting uniformly in {0..L} (not used in the paper)."""
+
+    def __post_init__(self) -> None:
+        check_positive("M", self.M)
+        check_length("select", self.L, 1)
+
+
+@njit(cache=True)
+def draw_positions(s, n_values, m, consecutive, out):
+    """out[:m] = the marked positions among n_values = L + M; returns the state."""
+    if consecutive:
+        start, s = randint_s(s, n_values - m + 1)
+        for k in range(m):
+            out[k] = start + k
+        return s
+    return sorted_subset(s, n_values, m, out)
+
+
+@njit(parallel=True, cache=True)
+def fill_select(keys, pos, fixed_positions, consecutive, x, y, positions):
+    """Shared by SELECT and SELECT-FIXED: fixed_positions is empty for SELECT, the fixed set otherwise."""
+    n, m = y.shape[0], y.shape[1]
+    n_values = x.shape[1] - m
+    for i in prange(n):
+        v = np.empty(n_values, dtype=np.float32)
+        s = fill_ninf_normal(keys[i], v)
+        idx = np.empty(m, dtype=np.int64)
+        if fixed_positions.shape[0] > 0:
+            idx[:] = fixed_positions
+        else:
+            s = draw_positions(s, n_values, m, consecutive, idx)
+        x[i, :n_values, 0] = v
+        x[i, n_values:, 0] = 0.0
+        x[i, :, 1] = 0.0
+        x[i, :, 2:] = pos
+        for k in range(m):
+            x[i, idx[k], 1] = 1.0
+            y[i, k, 0] = v[idx[k]]
+            positions[i, k] = idx[k]
+
+
+def select_oracle(sample: Mapping[str, np.ndarray], M: int) -> dict[str, np.ndarray]:
+    """Targets from stored inputs: the values at the marked positions, in position order."""
+    x = np.asarray(sample["inputs"])
+    marked = np.flatnonzero(x[:, 1] == 1.0)
+    return {"targets": x[marked, 0].astype(np.float32)[:, None]}
+
+
+@final
+class Select(Task[SelectConfig]):
+    """Copy the M marked values, in order, to the last M positions (random marks per sample)
+
+    Input (L + 2M, 4): values (inf-normalised over the first L + M), marker, cos, sin. Target (M, 1): the marked
+    values in position order, aligned with the last M outputs. `positions` stores the marks.
+    """
+
+    name = "select"
+    version = "1"
+    Config = SelectConfig
+    presets = length_presets(SelectConfig)
+    default_preset = "4096"
+    default_n = 16000
+
+    def spec(self, config: SelectConfig):
+        extra = {"positions": Field("int32", (config.M,), "the marked positions, ascending", shuffle=True)}
+        return atomic_spec(config.L + 2 * config.M, 4, config.M, 1, extra=extra,
+                           input_doc="value, marker, cos(2*pi*t/T), sin(2*pi*t/T)")
+
+    def generate(self, config: SelectConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
+        keys = as_keys(keys)
+        out = empty_outputs(self.spec(config), keys.shape[0])
+        fill_select(keys, positional_channels(config.L + 2 * config.M), np.empty(0, np.int64),
+                    config.consecutive, out["inputs"], out["targets"], out["positions"])
+        return out
+
+    def oracle(self, config: SelectConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return select_oracle(sample, config.M)

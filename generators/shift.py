@@ -1,0 +1,96 @@
+"""SHIFT: output the input delayed by `num_shifts` evenly spaced lags (DLR paper section 3.1, tasks.md 3.2).
+
+Worked example (L = 8, num_shifts = 2; lags s_j = floor(j * L / H) = 0, 4)::
+
+    t          0    1    2    3    4    5    6    7
+    x         x0   x1   x2   x3   x4   x5   x6   x7    inf-normalised noise (+ cos, sin channels)
+    y[:, 0]   x0   x1   x2   x3   x4   x5   x6   x7    lag 0
+    y[:, 1]    0    0    0    0   x0   x1   x2   x3    lag 4
+
+>>> from ssmbench.seeding import keys_for
+>>> task, cfg = Shift(), ShiftConfig(L=8, num_shifts=2)
+>>> out = task.generate(cfg, keys_for("shift", task.version, cfg.to_dict(), 0, "train", 0, 1))
+>>> x, y = out["inputs"][0], out["targets"][0]
+>>> x.shape, y.shape
+((8, 3), (8, 2))
+>>> bool((y[:, 0] == x[:, 0]).all() and (y[4:, 1] == x[:4, 0]).all() and (y[:4, 1] == 0).all())
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import final
+
+import numpy as np
+from numba import njit, prange
+
+from ssmbench.api import Task, TaskConfig
+
+from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._kernels import fill_ninf_normal
+
+
+@dataclass(frozen=True)
+class ShiftConfig(TaskConfig):
+    L: int = 4096
+    """Sequence length (input and output)."""
+    num_shifts: int = 8
+    """Number of lags H (the paper's C = 8); lag j is floor(j * L / H)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.num_shifts, int) or self.num_shifts < 2:
+            from ssmbench.errors import ConfigError
+
+            raise ConfigError("num_shifts", f"must be an integer >= 2, got {self.num_shifts!r}")
+        check_length("shift", self.L, self.num_shifts, f"L >= num_shifts = {self.num_shifts}")
+
+
+def shift_amounts(config: ShiftConfig) -> np.ndarray:
+    """s_j = floor(j * L / H) in integer arithmetic, j = 0 .. H-1."""
+    return np.array([j * config.L // config.num_shifts for j in range(config.num_shifts)], dtype=np.int64)
+
+
+@njit(parallel=True, cache=True)
+def _fill_shift(keys, pos, shifts, x, y):
+    n, L = x.shape[0], x.shape[1]
+    for i in prange(n):
+        v = np.empty(L, dtype=np.float32)
+        fill_ninf_normal(keys[i], v)
+        x[i, :, 0] = v
+        x[i, :, 1:] = pos
+        for j in range(shifts.shape[0]):
+            s = shifts[j]
+            y[i, :s, j] = 0.0
+            y[i, s:, j] = v[: L - s]
+
+
+@final
+class Shift(Task[ShiftConfig]):
+    """Output the input delayed by num_shifts evenly spaced lags, one output channel per lag
+
+    Input (L, 3): inf-normalised Gaussian noise, cos, sin. Target (L, num_shifts): column j is the noise shifted
+    right by floor(j * L / num_shifts) with zero fill.
+    """
+
+    name = "shift"
+    version = "1"
+    Config = ShiftConfig
+    presets = length_presets(ShiftConfig)
+    default_preset = "4096"
+    default_n = 16000
+
+    def spec(self, config: ShiftConfig):
+        return atomic_spec(config.L, 3, config.L, config.num_shifts)
+
+    def generate(self, config: ShiftConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
+        keys = as_keys(keys)
+        out = empty_outputs(self.spec(config), keys.shape[0])
+        _fill_shift(keys, positional_channels(config.L), shift_amounts(config), out["inputs"], out["targets"])
+        return out
+
+    def oracle(self, config: ShiftConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        v = np.asarray(sample["inputs"])[:, 0]
+        cols = [np.concatenate([np.zeros(s, np.float32), v[: config.L - s]]) for s in shift_amounts(config)]
+        return {"targets": np.stack(cols, axis=1).astype(np.float32)}

@@ -1,0 +1,80 @@
+"""SORT: after reading L values and L zeros, output them ordered by distance from the first (tasks.md 3.6).
+
+Worked example (L = 4, T = 8)::
+
+    t          0     1     2     3    4 .. 7
+    value     0.5  -1.0   0.9   0.4   0 ...        (+ cos, sin over T = 8)
+    |x-x0|    0.0   1.5   0.4   0.1
+    output                             0.5  0.4  0.9  -1.0    (stable sort by distance; y[0] = x[0])
+
+>>> from ssmbench.seeding import keys_for
+>>> task, cfg = Sort(), SortConfig(L=4)
+>>> out = task.generate(cfg, keys_for("sort", task.version, cfg.to_dict(), 0, "train", 0, 1))
+>>> x, y = out["inputs"][0, :4, 0], out["targets"][0, :, 0]
+>>> bool(y[0] == x[0]), sorted(y.tolist()) == sorted(x.tolist())
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import final
+
+import numpy as np
+from numba import njit, prange
+
+from ssmbench.api import Task, TaskConfig
+
+from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._kernels import fill_noise_then_zeros, stable_order_by_distance
+
+
+@dataclass(frozen=True)
+class SortConfig(TaskConfig):
+    L: int = 4096
+    """Number of values to sort; the input has T = 2L positions (L values, then L zeros)."""
+
+    def __post_init__(self) -> None:
+        check_length("sort", self.L, 1)
+
+
+@njit(parallel=True, cache=True)
+def _fill_sort(keys, pos, x, y):
+    n, L = y.shape[0], y.shape[1]
+    for i in prange(n):
+        v, _ = fill_noise_then_zeros(keys[i], x[i], L, pos)
+        order = np.empty(L, dtype=np.int64)
+        stable_order_by_distance(v, v[0], order)
+        for t in range(L):
+            y[i, t, 0] = v[order[t]]
+
+
+@final
+class Sort(Task[SortConfig]):
+    """Output the input sorted by distance from its first element, after L appended zeros
+
+    Input (2L, 3) as in REVERSE. Target (L, 1), aligned with the last L outputs: the L values ordered by
+    increasing float64 |x_i - x_0|, ties in index order (a stable sort), so y[0] = x[0].
+    """
+
+    name = "sort"
+    version = "1"
+    Config = SortConfig
+    presets = length_presets(SortConfig)
+    default_preset = "4096"
+    default_n = 16000
+
+    def spec(self, config: SortConfig):
+        return atomic_spec(2 * config.L, 3, config.L, 1)
+
+    def generate(self, config: SortConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
+        keys = as_keys(keys)
+        out = empty_outputs(self.spec(config), keys.shape[0])
+        _fill_sort(keys, positional_channels(2 * config.L), out["inputs"], out["targets"])
+        return out
+
+    def oracle(self, config: SortConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        v = np.asarray(sample["inputs"])[: config.L, 0]
+        distance = np.abs(v.astype(np.float64) - np.float64(v[0]))
+        return {"targets": v[np.argsort(distance, kind="stable")].astype(np.float32)[:, None]}

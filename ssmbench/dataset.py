@@ -1,0 +1,284 @@
+"""Building a dataset folder: resolve names, plan, run shard jobs (in process or a process pool), finalize.
+
+`generate_dataset` is the library function behind `ssmbench generate`; it never calls click or exits. Every sample
+is a pure function of (task, version, config, root seed, split, index), so the result is the same for any number
+of workers, shards or job-array slices, and a rerun only does the missing work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .config import canonical_json, config_sha256
+from .errors import DatasetError
+from .registry import get_task
+from .seeding import SEED_SCHEME, keys_for
+from .shards import (FORMAT_VERSION, SPLIT_ORDER, ShardSpec, atomic_write_json, auto_samples_per_shard,
+                     make_plan, remove_stray_temporaries, shard_done, split_sizes, storage_fields, write_shard)
+
+log = logging.getLogger(__name__)
+
+
+def data_root(out: str | Path | None = None) -> Path:
+    """--out, else $SSMBENCH_DATA, else ./data."""
+    return Path(out or os.environ.get("SSMBENCH_DATA") or "data")
+
+
+def preset_of(task: Any, config: Any) -> tuple[str, bool]:
+    """(preset the config starts from, whether the config equals it). Atomic tasks: the preset is L."""
+    if task.preset_option == "length":
+        name = str(config.L)
+        return name, config == type(config)(L=config.L)
+    for name, preset in task.presets.items():
+        if preset == config:
+            return name, True
+    if task.preset_option == "size" and hasattr(config, "size"):
+        name = nearest_size_preset(task, config.size)
+        return name, False
+    return task.default_preset, False
+
+
+def nearest_size_preset(task: Any, size: int) -> str:
+    """The preset with the nearest side (ties: the smaller)."""
+    return min(task.presets, key=lambda k: (abs(int(k) - size), int(k)))
+
+
+def dataset_name(task: Any, config: Any) -> str:
+    preset, exact = preset_of(task, config)
+    base = f"{task.name}-{preset}"
+    return base if exact else f"{base}-{config_sha256(config.to_dict())[:8]}"
+
+
+def environment() -> dict[str, str]:
+    import h5py
+    import numba
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
+            "h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version, "platform": platform.machine()}
+
+
+@dataclass
+class BuildPlan:
+    """Everything a shard job needs, picklable for worker processes."""
+
+    task: str
+    version: str
+    config: dict[str, Any]
+    seed: int
+    sizes: dict[str, int]
+    samples_per_shard: int
+    codec: str | None
+    name: str
+    dataset_id: str
+    shards: list[ShardSpec] = field(default_factory=list)
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for two runs to write into the same folder."""
+        return {"task": self.task, "task_version": self.version, "config_sha256": config_sha256(self.config),
+                "root_seed": self.seed, "sizes": self.sizes, "samples_per_shard": self.samples_per_shard,
+                "codec": self.codec}
+
+
+def _config_of(plan: BuildPlan) -> Any:
+    from .config import config_from_dict
+
+    task = get_task(plan.task)
+    return task, config_from_dict(task.Config, plan.config)
+
+
+def _block_size(spec_bytes: int) -> int:
+    return int(max(1, min(256, (64 << 20) // max(spec_bytes, 1))))
+
+
+def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None) -> dict[str, Any]:
+    """One shard job: generate its rows block by block and write it atomically (runs in a worker)."""
+    task, config = _config_of(plan)
+    spec = task.spec(config)
+    fields = storage_fields(spec, plan.codec)
+    attrs = {
+        "ssmbench_format": FORMAT_VERSION, "ssmbench_version": __version__, "task": plan.task,
+        "task_version": plan.version, "dataset_id": plan.dataset_id, "split": shard.split,
+        "split_shard_index": shard.index, "split_num_shards": shard.num_shards, "sample_start": shard.start,
+        "sample_stop": shard.stop, "root_seed": plan.seed, "seed_scheme": SEED_SCHEME,
+        "config_json": canonical_json(plan.config).decode(), "config_sha256": config_sha256(plan.config),
+        **{f"{k}_version": v for k, v in environment().items() if k in ("numpy", "numba", "h5py", "hdf5")},
+    }
+
+    def make_rows(lo: int, hi: int) -> dict[str, np.ndarray]:
+        return task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, shard.split, lo, hi))
+
+    stats_fn = (lambda block: task.statistics(config, block)) if hasattr(task, "statistics") else None
+    return write_shard(Path(root), shard, fields, make_rows, attrs, task.fixed_arrays(config),
+                       _block_size(spec.bytes_per_sample()), stats_fn, progress)
+
+
+def _init_worker(threads: int) -> None:
+    import numba
+
+    numba.set_num_threads(threads)
+
+
+@dataclass
+class GenerateResult:
+    path: Path
+    name: str
+    manifest: dict[str, Any] | None
+    shards_written: int
+    shards_skipped: int
+    finalized: bool
+
+
+def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping[str, float] | None = None,
+               seed: int = 0, samples_per_shard: int | None = None, codec: str | None = None) -> BuildPlan:
+    task = get_task(task_name)
+    sizes = split_sizes(n if n is not None else task.default_n, split or task.default_split)
+    spec = task.spec(config)
+    spp = samples_per_shard or getattr(task, "samples_per_shard", None) or auto_samples_per_shard(spec, sizes["train"])
+    if spp < 1:
+        from .errors import ConfigError
+
+        raise ConfigError("--samples-per-shard", f"must be >= 1, got {spp}")
+    cfg = config.to_dict()
+    name = dataset_name(task, config)
+    ident = canonical_json({"task": task.name, "version": task.version, "config_sha256": config_sha256(cfg),
+                            "seed": seed, "sizes": sizes})
+    plan = BuildPlan(task.name, task.version, cfg, seed, sizes, spp, codec, name,
+                     f"{name}-{hashlib.sha256(ident).hexdigest()[:8]}")
+    plan.shards = make_plan(sizes, spp)
+    return plan
+
+
+def _check_folder(path: Path, plan: BuildPlan, overwrite: bool) -> None:
+    """Refuse to mix datasets: an existing folder must hold this very build (or be empty)."""
+    if not path.exists() or not any(path.iterdir()):
+        return
+    recorded = path / ".build" / "plan.json"
+    manifest = path / "manifest.json"
+    identity = None
+    if recorded.exists():
+        identity = json.loads(recorded.read_text())
+    elif manifest.exists():
+        m = json.loads(manifest.read_text())
+        identity = m.get("build_identity")
+    if identity == plan.identity():
+        return
+    if overwrite:
+        shutil.rmtree(path)
+        return
+    if identity is None:
+        raise DatasetError(f"{path} exists and is not an ssmbench dataset folder",
+                           "choose another --out, or pass --overwrite to replace it")
+    diff = [k for k in plan.identity() if identity.get(k) != plan.identity()[k]]
+    raise DatasetError(f"{path} holds a different build (differs in: {', '.join(diff)})",
+                       "choose another --out, or pass --overwrite to replace it")
+
+
+def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: int | None = None,
+                     split: Mapping[str, float] | None = None, seed: int = 0, workers: int = 1,
+                     samples_per_shard: int | None = None, codec: str | None = None,
+                     shard_index: int | None = None, num_shards: int | None = None, overwrite: bool = False,
+                     quiet: bool = True, argv: list[str] | None = None, explicit: list[str] | None = None
+                     ) -> GenerateResult:
+    """Build (or resume, or finalize) the dataset folder `<out>/<name>` and return where it is."""
+    plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
+    path = data_root(out) / plan.name
+    _check_folder(path, plan, overwrite)
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path / ".build" / "plan.json", plan.identity())
+    remove_stray_temporaries(path)
+    todo = [s for j, s in enumerate(plan.shards)
+            if (num_shards is None or j % num_shards == shard_index) and shard_done(path, s) is None]
+    selected = sum(1 for j in range(len(plan.shards)) if num_shards is None or j % num_shards == shard_index)
+    _run_jobs(path, plan, todo, workers, quiet)
+    finalized = False
+    manifest = None
+    if num_shards is None:
+        from .finalize import finalize
+
+        manifest = finalize(path, plan, argv=argv, explicit=explicit)
+        finalized = True
+    return GenerateResult(path, plan.name, manifest, len(todo), selected - len(todo), finalized)
+
+
+def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, quiet: bool) -> None:
+    from tqdm import tqdm
+
+    total = sum(s.stop - s.start for s in todo)
+    if not todo:
+        return
+    task, config = _config_of(plan)
+    task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1))  # compile once
+    bar = tqdm(total=total, unit="sample", desc=f"generate {plan.name}", disable=quiet, file=sys.stderr,
+               dynamic_ncols=True)
+    done = 0
+    try:
+        if workers <= 1:
+            for shard in todo:
+                run_shard(str(path), plan, shard, bar.update)
+                done += 1
+        else:
+            import multiprocessing as mp
+
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,),
+                                     max_tasks_per_child=64) as pool:
+                futures = {pool.submit(run_shard, str(path), plan, s): s for s in todo}
+                try:
+                    for fut in as_completed(futures):
+                        fut.result()
+                        shard = futures[fut]
+                        bar.update(shard.stop - shard.start)
+                        done += 1
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+    except KeyboardInterrupt:
+        bar.close()
+        finished = len(plan.shards) - len(todo) + done
+        raise DatasetError(f"interrupted: {finished}/{len(plan.shards)} shards done",
+                           "re-run the same command to continue") from None
+    finally:
+        bar.close()
+
+
+def load_manifest(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    target = path / "manifest.json" if path.is_dir() or not path.suffix else path
+    if not target.exists():
+        if path.is_dir() and (path / ".build" / "plan.json").exists():
+            raise DatasetError(f"{path} is incomplete: it has no manifest.json yet",
+                               "re-run the generate command that built it to finish it")
+        raise DatasetError(f"no dataset at {path}: {target.name} not found",
+                           "pass a dataset folder made by `ssmbench generate`")
+    try:
+        return json.loads(target.read_text())
+    except ValueError as exc:
+        raise DatasetError(f"{target} is not valid JSON ({exc})", "re-download or regenerate the dataset") from None
+
+
+def config_for(task: Any, base: Any, overrides: Mapping[str, Any]) -> Any:
+    from .config import apply_overrides
+
+    return apply_overrides(base, overrides) if overrides else dataclasses.replace(base)
+
+
+def created_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,111 @@
+"""Finalize a dataset folder: collect shard sidecars into manifest.json, write fixed.npy, render the card.
+
+The manifest is the contract (data-and-io.md section 1.1): readers trust it, not directory listings.
+`content_digest` is a sha256 over every row hash in split and sample order, so it does not depend on shard
+boundaries, worker counts or codecs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .config import config_sha256
+from .errors import DatasetError
+from .registry import get_task
+from .seeding import SEED_SCHEME
+from .shards import FORMAT_VERSION, SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256, shard_done
+from .shards import storage_fields
+
+
+def content_digest(root: Path, plan: Any) -> str:
+    h = hashlib.sha256()
+    for shard in plan.shards:
+        h.update(np.load(root / shard.rowhashes).tobytes())
+    return h.hexdigest()
+
+
+def merge_statistics(records: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for record in records:
+        for key, value in record.get("statistics", {}).items():
+            merged[key] = (np.asarray(merged[key]) + np.asarray(value)).tolist() if key in merged else value
+    return merged
+
+
+def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: list[str] | None = None
+             ) -> dict[str, Any]:
+    """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
+    from .dataset import created_utc, environment
+
+    task = get_task(plan.task)
+    from .config import config_from_dict
+
+    config = config_from_dict(task.Config, plan.config)
+    spec = task.spec(config)
+    fields = storage_fields(spec, plan.codec)
+    splits: dict[str, Any] = {s: {"num_samples": plan.sizes[s], "shards": []} for s in SPLIT_ORDER}
+    missing = []
+    records: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLIT_ORDER}
+    for shard in plan.shards:
+        record = shard_done(root, shard)
+        if record is None:
+            missing.append(shard.relpath)
+            continue
+        records[shard.split].append(record)
+        splits[shard.split]["shards"].append({k: record[k] for k in (
+            "path", "sample_start", "sample_stop", "num_bytes", "sha256", "content_sha256", "rows_sha256")})
+    if missing:
+        raise DatasetError(f"cannot finalize {root}: {len(missing)} shard(s) missing or corrupt, "
+                           f"e.g. {missing[0]}", "re-run the same generate command to write them")
+    files = []
+    fixed = task.fixed_arrays(config)
+    if fixed:
+        (name, arr), = fixed.items()
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        atomic_write_bytes(root / "fixed.npy", buf.getvalue())
+        files.append({"path": "fixed.npy", "num_bytes": (root / "fixed.npy").stat().st_size,
+                      "sha256": file_sha256(root / "fixed.npy"), "describes": f"fixed/{name}"})
+    manifest: dict[str, Any] = {
+        "format": FORMAT_VERSION, "name": plan.name, "dataset_id": plan.dataset_id, "task": plan.task,
+        "task_version": plan.version, "ssmbench_version": __version__, "config": plan.config,
+        "config_sha256": config_sha256(plan.config), "seeding": {"root_seed": plan.seed, "scheme": SEED_SCHEME},
+        "spec": spec.to_json(),
+        "storage": {"fletcher32": True, "samples_per_shard": plan.samples_per_shard,
+                    "libver": ["earliest", "v110"],
+                    "fields": {k: {"codec": f.codec, "shuffle": f.shuffle,
+                                   "chunk": [plan.samples_per_shard] if f.shape == () else [1, *f.shape]}
+                               for k, f in fields.items()}},
+        "splits": splits, "content_digest": content_digest(root, plan), "files": files,
+        "statistics": {s: merge_statistics(records[s]) for s in SPLIT_ORDER},
+        "environment": environment(),
+        "command": {"argv": list(argv or []), "explicit": list(explicit or [])},
+        "build_identity": plan.identity(),
+        "created_utc": created_utc(),
+    }
+    if getattr(task, "card_preview", False):
+        from .preview import render_preview
+
+        atomic_write_json(root / "manifest.json", manifest)  # the preview reads the shards through it
+        png = render_preview(root, n=4, out=root / "preview.png")
+        files.append({"path": png.name, "num_bytes": png.stat().st_size, "sha256": file_sha256(png)})
+    atomic_write_json(root / "manifest.json", manifest)
+    from .cards import write_card
+
+    write_card(root, manifest)
+    return manifest
+
+
+def manifest_sha256(root: Path) -> str:
+    return file_sha256(root / "manifest.json")
+
+
+def describe_manifest(manifest: dict[str, Any]) -> str:
+    return json.dumps({k: manifest[k] for k in ("name", "dataset_id", "task", "task_version")})

@@ -1,0 +1,291 @@
+"""Shard plan, atomic HDF5 shard writing, content hashing and shard reading.
+
+A plan is a pure function of the split sizes and `samples_per_shard`; a shard job writes one HDF5 file to a
+temporary name in the same folder, fsyncs, renames it into place, and then writes a sidecar
+(`.build/<split>/<shard>.json`, plus the per-row content hashes) atomically. A final file without a matching
+sidecar is regenerated, so a killed run leaves nothing that looks complete. Layout and settings:
+data-and-io.md sections 2 and 3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .api import Field, Spec
+from .errors import ConfigError
+
+FORMAT_VERSION = 1
+SPLIT_ORDER = ("train", "val", "test")
+SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    split: str
+    index: int
+    num_shards: int
+    start: int
+    stop: int
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.split}/shard-{self.index:05d}-of-{self.num_shards:05d}.h5"
+
+    @property
+    def sidecar(self) -> str:
+        return f".build/{self.relpath[:-3]}.json"
+
+    @property
+    def rowhashes(self) -> str:
+        return f".build/{self.relpath[:-3]}.rows.npy"
+
+
+def split_sizes(n: int, split: Mapping[str, float | int]) -> dict[str, int]:
+    """Sizes per split from fractions (summing to 1) or counts (summing to n); rounding remainder to train.
+
+    >>> split_sizes(1000, {"train": 0.8, "val": 0.1, "test": 0.1})
+    {'train': 800, 'val': 100, 'test': 100}
+    >>> split_sizes(7, {"train": 0.8, "val": 0.1, "test": 0.1})
+    {'train': 7, 'val': 0, 'test': 0}
+    """
+    if n < 1:
+        raise ConfigError("--n", f"must be at least 1, got {n}")
+    unknown = sorted(set(split) - set(SPLIT_ORDER))
+    if unknown:
+        raise ConfigError("--split", f"unknown split {unknown[0]!r}; use train, val and test")
+    values = [split.get(s, 0) for s in SPLIT_ORDER]
+    if any(v < 0 for v in values):
+        raise ConfigError("--split", "fractions and counts must be non-negative")
+    if all(float(v).is_integer() and v >= 1 for v in values if v) and sum(values) == n and any(v > 1 for v in values):
+        return {s: int(v) for s, v in zip(SPLIT_ORDER, values, strict=True)}
+    total = float(sum(values))
+    if abs(total - 1.0) > 1e-9:
+        raise ConfigError("--split", f"fractions must sum to 1 (or counts to --n = {n}); got a sum of {total:g}")
+    sizes = {s: int(np.floor(n * v + 1e-9)) for s, v in zip(SPLIT_ORDER, values, strict=True)}
+    sizes["train"] += n - sum(sizes.values())
+    return sizes
+
+
+def parse_split(text: str) -> dict[str, float]:
+    """"train=0.8,val=0.1,test=0.1" (fractions or counts) -> mapping."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError("--split", f"expected name=value pairs like train=0.8,val=0.1,test=0.1; got {text!r}") from None
+    return out
+
+
+def auto_samples_per_shard(spec: Spec, n_train: int) -> int:
+    """A power of two giving at least 64 training shards, each 16-256 MiB raw (the size wins for small builds)."""
+    bps = max(spec.bytes_per_sample(), 1)
+    lo, hi = (16 << 20) / bps, (256 << 20) / bps
+    target = min(max(n_train / 64.0, lo), hi)
+    return int(2 ** max(0, int(np.floor(np.log2(max(target, 1.0))))))
+
+
+def make_plan(sizes: Mapping[str, int], samples_per_shard: int) -> list[ShardSpec]:
+    """Shards in the order train, val, test, each by its index within the split."""
+    plan = []
+    for split in SPLIT_ORDER:
+        n = sizes.get(split, 0)
+        count = -(-n // samples_per_shard)
+        for j in range(count):
+            plan.append(ShardSpec(split, j, count, j * samples_per_shard, min(n, (j + 1) * samples_per_shard)))
+    return plan
+
+
+def content_prefix(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The serialisation prefix of content hashes: '<dtype.str>|<shape>|' (e.g. '|u1|1024,512,512|')."""
+    return f"{np.dtype(dtype).str}|{','.join(map(str, shape))}|".encode("ascii")
+
+
+def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
+    """(n, 32) uint8: per row, sha256 over the row's fields in sorted name order (dtype|shape|bytes each)."""
+    names = sorted(block)
+    n = len(block[names[0]])
+    out = np.empty((n, 32), dtype=np.uint8)
+    for i in range(n):
+        h = hashlib.sha256()
+        for name in names:
+            row = np.ascontiguousarray(block[name][i])
+            h.update(content_prefix(row.dtype, row.shape))
+            h.update(row.tobytes())
+        out[i] = np.frombuffer(h.digest(), dtype=np.uint8)
+    return out
+
+
+def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while data := f.read(chunk):
+            h.update(data)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary name in the same folder, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp.{uuid.uuid4().hex}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def _filter_kwargs(field: Field, n: int) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"fletcher32": True, "track_times": False}
+    kwargs["chunks"] = (n,) if field.shape == () else (1, *field.shape)
+    codec = field.codec
+    if codec.startswith("gzip"):
+        kwargs["compression"] = "gzip"
+        kwargs["compression_opts"] = int(codec.split(":")[1]) if ":" in codec else 4
+        kwargs["shuffle"] = field.shuffle
+    elif codec.startswith("zstd"):
+        import hdf5plugin
+
+        level = int(codec.split(":")[1]) if ":" in codec else 3
+        kwargs.update(hdf5plugin.Zstd(clevel=level))
+        kwargs["shuffle"] = field.shuffle
+    elif codec != "none":
+        raise ConfigError("codec", f"unknown codec {codec!r}; use gzip:<level>, zstd:<level> or none")
+    return kwargs
+
+
+def storage_fields(spec: Spec, codec: str | None = None) -> dict[str, Field]:
+    """The stored fields: the spec's plus sample_id, with `codec` replacing every compressed field's codec."""
+    fields = {**spec.fields, "sample_id": SAMPLE_ID}
+    if codec:
+        fields = {k: (Field(f.dtype, f.shape, f.description, codec, f.shuffle, f.attrs) if f.codec != "none" else f)
+                  for k, f in fields.items()}
+    return fields
+
+
+def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_rows: Callable[[int, int], dict],
+                attrs: Mapping[str, Any], fixed: Mapping[str, np.ndarray], block_size: int,
+                stats_fn: Callable[[dict], dict] | None = None, on_rows: Callable[[int], None] | None = None
+                ) -> dict[str, Any]:
+    """Write one shard atomically and return its sidecar record (also written to `.build/`).
+
+    `make_rows(start, stop)` returns every field except `sample_id` for global sample indices [start, stop).
+    """
+    import h5py
+
+    final = root / shard.relpath
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f"{final.name}.tmp.{uuid.uuid4().hex}")
+    n = shard.stop - shard.start
+    content = {name: hashlib.sha256(content_prefix(np.dtype(f.dtype), (n, *f.shape))) for name, f in fields.items()}
+    hashes = np.empty((n, 32), dtype=np.uint8)
+    stats: dict[str, np.ndarray] = {}
+    try:
+        with h5py.File(tmp, "w", libver=("earliest", "v110"), track_order=True) as h5:
+            for key, value in attrs.items():
+                h5.attrs[key] = value
+            dsets = {}
+            for name, f in fields.items():
+                dsets[name] = h5.create_dataset(name, shape=(n, *f.shape), dtype=f.dtype, **_filter_kwargs(f, n))
+                dsets[name].attrs["description"] = f.description
+                for key, value in f.attrs.items():
+                    dsets[name].attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+            for name, arr in fixed.items():
+                h5.create_dataset(f"fixed/{name}", data=arr, compression="gzip", compression_opts=4,
+                                  fletcher32=True, track_times=False)
+            for lo in range(shard.start, shard.stop, block_size):
+                hi = min(lo + block_size, shard.stop)
+                block = dict(make_rows(lo, hi))
+                block["sample_id"] = np.arange(lo, hi, dtype=np.int64)
+                missing = set(fields) - set(block)
+                if missing:
+                    raise RuntimeError(f"generator returned no field(s) {sorted(missing)}")
+                for name, f in fields.items():
+                    arr = np.ascontiguousarray(block[name], dtype=f.dtype)
+                    dsets[name][lo - shard.start:hi - shard.start] = arr
+                    content[name].update(arr.tobytes())
+                hashes[lo - shard.start:hi - shard.start] = row_hashes({k: block[k] for k in fields})
+                if stats_fn is not None:
+                    for key, value in stats_fn(block).items():
+                        stats[key] = stats.get(key, 0) + np.asarray(value)
+                if on_rows is not None:
+                    on_rows(hi - lo)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    record = {
+        **asdict(shard), "path": shard.relpath, "sample_start": shard.start, "sample_stop": shard.stop,
+        "num_bytes": final.stat().st_size, "sha256": file_sha256(final),
+        "content_sha256": {k: h.hexdigest() for k, h in content.items()},
+        "rows_sha256": hashlib.sha256(hashes.tobytes()).hexdigest(),
+        "statistics": {k: np.asarray(v).tolist() for k, v in stats.items()},
+    }
+    buf = root / shard.rowhashes
+    buf.parent.mkdir(parents=True, exist_ok=True)
+    tmp_rows = buf.with_name(f"{buf.name}.tmp.{uuid.uuid4().hex}")
+    with open(tmp_rows, "wb") as f:
+        np.save(f, hashes)
+    os.replace(tmp_rows, buf)
+    atomic_write_json(root / shard.sidecar, record)
+    return record
+
+
+def shard_done(root: Path, shard: ShardSpec) -> dict[str, Any] | None:
+    """The sidecar record if the shard's file exists and matches it byte for byte; else None."""
+    final, side = root / shard.relpath, root / shard.sidecar
+    if not final.exists() or not side.exists() or not (root / shard.rowhashes).exists():
+        return None
+    try:
+        record = json.loads(side.read_text())
+    except ValueError:
+        return None
+    if record.get("num_bytes") != final.stat().st_size or record.get("sha256") != file_sha256(final):
+        return None
+    return record
+
+
+def remove_stray_temporaries(root: Path) -> int:
+    count = 0
+    for path in root.rglob("*.tmp.*"):
+        path.unlink(missing_ok=True)
+        count += 1
+    return count
+
+
+def iter_rows(root: Path, manifest: Mapping[str, Any], split: str, fields: list[str] | None = None
+              ) -> Iterator[dict[str, np.ndarray]]:
+    """Yield each shard of a split as a dict of arrays (reads whole shards; for tools, not training)."""
+    import h5py
+
+    for shard in manifest["splits"][split]["shards"]:
+        with h5py.File(root / shard["path"], "r", locking=False) as h5:
+            names = fields or [k for k in h5.keys() if isinstance(h5[k], h5py.Dataset)]
+            yield {k: h5[k][...] for k in names}

@@ -1,0 +1,189 @@
+"""Verify a dataset folder against its manifest: checksums and structure, then (deep) contents and oracles.
+
+Levels (data-and-io.md section 4): the default checks every listed file's size and sha256, unlisted shards,
+contiguous sample ranges and each shard's datasets and root attributes (metadata only). `deep` also decodes every
+chunk (fletcher32 fires on corruption), recomputes the per-field content hashes and the content digest, runs the
+task's oracle on a few rows per split, and regenerates `regenerate` samples to compare bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .dataset import load_manifest
+from .errors import VerificationError
+from .shards import SPLIT_ORDER, content_prefix, file_sha256, row_hashes
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    level: str
+    checked_files: int = 0
+    checked_samples: int = 0
+    oracle_rows: int = 0
+    regenerated: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "level": self.level, "ok": self.ok, "checked_files": self.checked_files,
+                "checked_samples": self.checked_samples, "oracle_rows": self.oracle_rows,
+                "regenerated": self.regenerated, "problems": self.problems}
+
+
+def _check_attrs(h5: Any, manifest: dict[str, Any], split: str, shard: dict[str, Any], problems: list[str]) -> None:
+    expected = {"task": manifest["task"], "task_version": manifest["task_version"],
+                "config_sha256": manifest["config_sha256"], "split": split,
+                "sample_start": shard["sample_start"], "sample_stop": shard["sample_stop"],
+                "root_seed": manifest["seeding"]["root_seed"]}
+    for key, value in expected.items():
+        got = h5.attrs.get(key)
+        got = got.item() if hasattr(got, "item") else got
+        if got != value:
+            problems.append(f"{shard['path']}: attribute {key} is {got!r}, manifest says {value!r}")
+    n = shard["sample_stop"] - shard["sample_start"]
+    for name, f in manifest["spec"]["fields"].items():
+        if name not in h5:
+            problems.append(f"{shard['path']}: dataset {name!r} is missing")
+            continue
+        d = h5[name]
+        if d.dtype != np.dtype(f["dtype"]) or d.shape != (n, *f["shape"]):
+            problems.append(f"{shard['path']}: {name} is {d.dtype}{d.shape}, expected {f['dtype']}{(n, *f['shape'])}")
+
+
+def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None = None, oracle_rows: int = 4,
+                   seed: int = 0) -> VerifyReport:
+    """Check a dataset folder; returns a report (raise_for=False) with every problem found."""
+    import h5py
+
+    root = Path(path)
+    manifest = load_manifest(root)
+    regenerate = (8 if deep else 0) if regenerate is None else regenerate
+    report = VerifyReport(str(root), "deep" if deep else "default")
+    listed = set()
+    for split in SPLIT_ORDER:
+        info = manifest["splits"][split]
+        expected_start = 0
+        for shard in info["shards"]:
+            listed.add(shard["path"])
+            if shard["sample_start"] != expected_start:
+                report.problems.append(f"{shard['path']}: sample range starts at {shard['sample_start']}, "
+                                       f"expected {expected_start}")
+            expected_start = shard["sample_stop"]
+            file = root / shard["path"]
+            if not file.exists():
+                report.problems.append(f"{shard['path']}: missing")
+                continue
+            if file.stat().st_size != shard["num_bytes"]:
+                report.problems.append(f"{shard['path']}: {file.stat().st_size} bytes, manifest says "
+                                       f"{shard['num_bytes']} (truncated or replaced)")
+                continue
+            if file_sha256(file) != shard["sha256"]:
+                report.problems.append(f"{shard['path']}: sha256 mismatch (corrupted)")
+                continue
+            report.checked_files += 1
+            try:
+                with h5py.File(file, "r", locking=False) as h5:
+                    _check_attrs(h5, manifest, split, shard, report.problems)
+            except OSError as exc:
+                report.problems.append(f"{shard['path']}: cannot be opened as HDF5 ({exc})")
+        if expected_start != info["num_samples"]:
+            report.problems.append(f"{split}: shards cover {expected_start} samples, manifest says {info['num_samples']}")
+    for file in root.glob("*/*.h5"):
+        rel = file.relative_to(root).as_posix()
+        if rel not in listed:
+            report.problems.append(f"{rel}: not listed in manifest.json")
+    for f in manifest.get("files", []):
+        p = root / f["path"]
+        if not p.exists() or file_sha256(p) != f["sha256"]:
+            report.problems.append(f"{f['path']}: missing or sha256 mismatch")
+        else:
+            report.checked_files += 1
+    if deep and not report.problems:
+        _deep(root, manifest, report, oracle_rows)
+    if regenerate and not report.problems:
+        _regenerate(root, manifest, report, regenerate, seed)
+    return report
+
+
+def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int) -> None:
+    import h5py
+
+    from .config import config_from_dict
+    from .registry import get_task
+
+    task = get_task(manifest["task"])
+    config = config_from_dict(task.Config, manifest["config"])
+    digest = hashlib.sha256()
+    for split in SPLIT_ORDER:
+        for shard in manifest["splits"][split]["shards"]:
+            try:
+                with h5py.File(root / shard["path"], "r", locking=False) as h5:
+                    block = {k: h5[k][...] for k in shard["content_sha256"]}
+            except OSError as exc:  # fletcher32 or decompression failure
+                report.problems.append(f"{shard['path']}: a chunk failed to decode ({exc})")
+                continue
+            for name, expected in shard["content_sha256"].items():
+                a = np.ascontiguousarray(block[name])
+                got = hashlib.sha256(content_prefix(a.dtype, a.shape) + a.tobytes()).hexdigest()
+                if got != expected:
+                    report.problems.append(f"{shard['path']}: content of {name} differs from the manifest")
+            digest.update(row_hashes(block).tobytes())
+            report.checked_samples += len(block["sample_id"])
+            for i in range(min(oracle_rows, len(block["sample_id"]))):
+                row = {k: v[i] for k, v in block.items()}
+                for name, want in task.oracle(config, row).items():
+                    if not np.allclose(np.asarray(row[name], dtype=np.float64), np.asarray(want, dtype=np.float64),
+                                       rtol=1e-5, atol=1e-6):
+                        report.problems.append(f"{shard['path']} row {i}: stored {name} disagrees with the oracle")
+                report.oracle_rows += 1
+    if not report.problems and digest.hexdigest() != manifest["content_digest"]:
+        report.problems.append("content_digest differs from the manifest")
+
+
+def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
+    import h5py
+
+    from .config import config_from_dict
+    from .registry import get_task
+    from .seeding import keys_for
+
+    task = get_task(manifest["task"])
+    if getattr(task, "deduplicate", False):
+        return  # rows come from a de-duplicated candidate stream; content hashes cover them instead
+    config = config_from_dict(task.Config, manifest["config"])
+    rng = np.random.default_rng(seed)
+    shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"]]
+    for _ in range(k):
+        split, shard = shards[int(rng.integers(len(shards)))]
+        i = int(rng.integers(shard["sample_start"], shard["sample_stop"]))
+        fresh = task.generate(config, keys_for(manifest["task"], manifest["task_version"], manifest["config"],
+                                               manifest["seeding"]["root_seed"], split, i, i + 1))
+        with h5py.File(root / shard["path"], "r", locking=False) as h5:
+            for name, arr in fresh.items():
+                if not np.array_equal(h5[name][i - shard["sample_start"]], arr[0]):
+                    hint = ("" if task.version == manifest["task_version"] else
+                            f" (installed {manifest['task']} is version {task.version}, dataset has "
+                            f"{manifest['task_version']})")
+                    report.problems.append(f"{split}[{i}]: regenerated {name} differs{hint}")
+        report.regenerated += 1
+
+
+def raise_for(report: VerifyReport) -> None:
+    if report.problems:
+        raise VerificationError(f"{report.path}: {len(report.problems)} problem(s); first: {report.problems[0]}",
+                                report.problems)
+
+
+def report_json(report: VerifyReport) -> str:
+    return json.dumps(report.to_json(), indent=2)
