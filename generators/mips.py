@@ -21,9 +21,9 @@ Worked example (L = 3, D = 2; scores <q_i, k_j> shown for j <= i)::
 True
 
 Speed: the argmax is exact but screened in float32. Eight queries at a time scan the keys, each tracking its best
-and runner-up float32 score; a float32 score differs from the float64 one by at most about (D + 1) * 2^-24 (D products of
-unit-vector coordinates and their sum), so when the runner-up trails the best by more than twice that bound, the float32 winner
-is the float64 winner. Otherwise (near-ties, exact ties) the query is rescanned in float64. Memory is O(L * D).
+and runner-up float32 score; a float32 score differs from the float64 one by at most 2 (D + 1) 2^-24 (D rounded products of
+unit-vector coordinates and their rounded sum), so when the runner-up trails the best by more than twice that bound,
+the float32 winner is the float64 winner. Otherwise (near-ties, exact ties) the query is rescanned in float64. Memory is O(L * D).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def _argmax_block(kt32, q32, k64, q64, i0, causal, out):
                     arg[lane] = j
                 elif s > runner[lane]:
                     runner[lane] = s
-    margin = 4.0 * (D + 1) * 2.0**-24  # twice a bound on |float32 score - float64 score| for unit vectors
+    margin = 4.0 * (D + 1) * 2.0**-24  # twice the bound 2 (D + 1) 2^-24 on |float32 score - float64 score|
     for lane in range(lanes):
         i = i0 + lane
         if runner[lane] >= best[lane] - margin:  # near-tie in float32: decide in float64

@@ -1,0 +1,46 @@
+"""Test helpers: tiny configs for every registered task, the reference fixtures, drawing samples by key."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+from ssmbench.registry import get_task
+from ssmbench.seeding import keys_for
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "reference"
+if not REFERENCE.exists():  # CI clones the repository with shared/ beside it
+    REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "reference"
+
+# Small but non-trivial configs for the contract suite (fields not named keep the task's default preset).
+TINY: dict[str, dict] = {
+    "shift": {"L": 64}, "cumsum": {"L": 64}, "cummax": {"L": 64}, "reverse": {"L": 64}, "sort": {"L": 64},
+    "select": {"L": 64, "M": 8}, "select_fixed": {"L": 64, "M": 8}, "solve": {"L": 64},
+    "solve_fixed": {"L": 64}, "context_shift": {"L": 64}, "mips": {"L": 64},
+    "listops_subtrees": {"min_length": 40, "max_length": 120, "max_depth": 6, "max_args": 5, "pad_to": 128},
+    "listops": {"min_length": 40, "max_length": 120, "max_depth": 6, "max_args": 5, "pad_to": 128},
+    "pathfinder": {"size": 32},
+}
+ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
+          "context_shift", "mips"]
+
+
+def tiny_config(name: str):
+    task = get_task(name)
+    base = task.presets[task.default_preset]
+    return dataclasses.replace(base, **TINY.get(name, {}))
+
+
+def draw(name: str, config, split: str = "train", start: int = 0, stop: int = 4, seed: int = 0) -> dict:
+    task = get_task(name)
+    return task.generate(config, keys_for(task.name, task.version, config.to_dict(), seed, split, start, stop))
+
+
+def rows(block: dict) -> list[dict]:
+    n = len(next(iter(block.values())))
+    return [{k: v[i] for k, v in block.items()} for i in range(n)]
+
+
+def all_equal(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
