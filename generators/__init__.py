@@ -26,4 +26,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
                       "Shift a sequence by an offset encoded in its first two values"),
     "mips": ("ssmbench.generators.mips:Mips",
              "At each position output the value whose key has the largest inner product with the query"),
+    "listops_subtrees": ("ssmbench.generators.listops_subtrees:ListOpsSubtrees",
+                         "Tag every closing bracket of a long ListOps expression with the value of the subexpression it closes"),
+    "listops": ("ssmbench.generators.listops:ListOps",
+                "Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"),
 }

@@ -66,31 +66,38 @@ def stable_order_by_distance(values, centre, order):
     """order[:] = indices of `values` sorted by float64 |v - centre|, ties by index (a stable LSD radix sort).
 
     The distance of two float32 values is exact in float64 and non-negative, so its IEEE bit pattern orders like
-    the value; sorting (bits, index) pairs with a stable radix sort gives the stable order in O(n).
+    the value; sorting (bits, index) pairs with a stable radix sort (six 11-bit digits, histograms built in one
+    pass, digits that are equal everywhere skipped) gives the stable order in O(n).
     """
     n = values.shape[0]
     keys = np.empty(n, dtype=np.uint64)
     for t in range(n):
-        d = abs(np.float64(values[t]) - np.float64(centre))
-        keys[t] = np.float64(d).view(np.uint64)
-    src = np.arange(n).astype(np.int64)
-    dst = np.empty(n, dtype=np.int64)
-    count = np.empty(257, dtype=np.int64)
-    for shift in range(0, 64, 8):
-        count[:] = 0
-        sh = np.uint64(shift)
-        for t in range(n):
-            count[np.int64((keys[src[t]] >> sh) & np.uint64(0xFF)) + 1] += 1
-        if count[1:].max() == n:  # this byte is the same everywhere: the pass would not move anything
+        keys[t] = np.float64(abs(np.float64(values[t]) - np.float64(centre))).view(np.uint64)
+    hist = np.zeros((6, 2049), dtype=np.int64)
+    for t in range(n):
+        k = keys[t]
+        for p in range(6):
+            hist[p, np.int64((k >> np.uint64(11 * p)) & np.uint64(0x7FF)) + 1] += 1
+    idx = np.arange(n).astype(np.int64)
+    keys2 = np.empty(n, dtype=np.uint64)
+    idx2 = np.empty(n, dtype=np.int64)
+    for p in range(6):
+        h = hist[p]
+        if h[1:].max() == n:  # this digit is the same everywhere: the pass would not move anything
             continue
-        for b in range(256):
-            count[b + 1] += count[b]
+        for b in range(2048):
+            h[b + 1] += h[b]
+        shift = np.uint64(11 * p)
         for t in range(n):
-            b = np.int64((keys[src[t]] >> sh) & np.uint64(0xFF))
-            dst[count[b]] = src[t]
-            count[b] += 1
-        src, dst = dst, src
-    order[:] = src
+            k = keys[t]
+            b = np.int64((k >> shift) & np.uint64(0x7FF))
+            dst = h[b]
+            keys2[dst] = k
+            idx2[dst] = idx[t]
+            h[b] = dst + 1
+        keys, keys2 = keys2, keys
+        idx, idx2 = idx2, idx
+    order[:] = idx
 
 
 @njit(cache=True)

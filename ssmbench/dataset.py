@@ -106,8 +106,13 @@ def _block_size(spec_bytes: int) -> int:
     return int(max(1, min(256, (64 << 20) // max(spec_bytes, 1))))
 
 
-def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None) -> dict[str, Any]:
-    """One shard job: generate its rows block by block and write it atomically (runs in a worker)."""
+def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None,
+              survivors: np.ndarray | None = None) -> dict[str, Any]:
+    """One shard job: generate its rows block by block and write it atomically (runs in a worker).
+
+    For de-duplicated tasks, candidate shards are written under `root/.build` (split "candidates"), and final
+    shards copy the rows of `survivors` (this split's surviving candidate indices) from them.
+    """
     task, config = _config_of(plan)
     spec = task.spec(config)
     fields = storage_fields(spec, plan.codec)
@@ -121,11 +126,24 @@ def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None
     }
 
     def make_rows(lo: int, hi: int) -> dict[str, np.ndarray]:
-        return task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, shard.split, lo, hi))
+        if survivors is not None:  # de-duplicated task: copy the surviving candidates' rows
+            from .dedup import copy_rows
+
+            ids = survivors[lo:hi]
+            rows = copy_rows(Path(root), plan.samples_per_shard, ids,
+                             [k for k in spec.fields if k != "candidate_index"])
+            rows["candidate_index"] = ids.astype(np.int64)
+            return rows
+        rows = task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, shard.split, lo, hi))
+        if shard.split == "candidates" and "candidate_index" in rows:
+            rows["candidate_index"] = np.arange(lo, hi, dtype=np.int64)
+        return rows
 
     stats_fn = (lambda block: task.statistics(config, block)) if hasattr(task, "statistics") else None
-    return write_shard(Path(root), shard, fields, make_rows, attrs, task.fixed_arrays(config),
-                       _block_size(spec.bytes_per_sample()), stats_fn, progress)
+    target = Path(root) / ".build" if shard.split == "candidates" else Path(root)
+    return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
+                       _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
+                       progress)
 
 
 def _init_worker(threads: int) -> None:
@@ -202,21 +220,37 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
     path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path / ".build" / "plan.json", plan.identity())
     remove_stray_temporaries(path)
+    task_obj = get_task(task)
+    extras: dict[str, Any] = {}
+    survivors: dict[str, np.ndarray] | None = None
+    if getattr(task_obj, "deduplicate", False):
+        from .dedup import build_root, candidate_margin, candidate_shards, survivors_by_split
+
+        if num_shards is not None:  # job array: only this job's slice of the initial candidate stream
+            total = sum(plan.sizes.values())
+            cands = candidate_shards(total + candidate_margin(total), plan.samples_per_shard)
+            todo = [s for j, s in enumerate(cands)
+                    if j % num_shards == shard_index and shard_done(build_root(path), s) is None]
+            _run_jobs(path, plan, todo, workers, quiet)
+            return GenerateResult(path, plan.name, None, len(todo), 0, False)
+        survivors, extras["deduplication"] = survivors_by_split(
+            task_obj, config, path, plan, lambda todo: _run_jobs(path, plan, todo, workers, quiet))
     todo = [s for j, s in enumerate(plan.shards)
             if (num_shards is None or j % num_shards == shard_index) and shard_done(path, s) is None]
     selected = sum(1 for j in range(len(plan.shards)) if num_shards is None or j % num_shards == shard_index)
-    _run_jobs(path, plan, todo, workers, quiet)
+    _run_jobs(path, plan, todo, workers, quiet, survivors)
     finalized = False
     manifest = None
     if num_shards is None:
         from .finalize import finalize
 
-        manifest = finalize(path, plan, argv=argv, explicit=explicit)
+        manifest = finalize(path, plan, argv=argv, explicit=explicit, extras=extras)
         finalized = True
     return GenerateResult(path, plan.name, manifest, len(todo), selected - len(todo), finalized)
 
 
-def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, quiet: bool) -> None:
+def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, quiet: bool,
+              survivors: dict[str, np.ndarray] | None = None) -> None:
     from tqdm import tqdm
 
     total = sum(s.stop - s.start for s in todo)
@@ -224,13 +258,14 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
         return
     task, config = _config_of(plan)
     task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1))  # compile once
-    bar = tqdm(total=total, unit="sample", desc=f"generate {plan.name}", disable=quiet, file=sys.stderr,
+    desc = "candidates" if todo[0].split == "candidates" else f"generate {plan.name}"
+    bar = tqdm(total=total, unit="sample", desc=desc, disable=quiet, file=sys.stderr,
                dynamic_ncols=True)
     done = 0
     try:
         if workers <= 1:
             for shard in todo:
-                run_shard(str(path), plan, shard, bar.update)
+                run_shard(str(path), plan, shard, bar.update, _rows_of(survivors, shard))
                 done += 1
         else:
             import multiprocessing as mp
@@ -239,7 +274,7 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
             ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
             with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,),
                                      max_tasks_per_child=64) as pool:
-                futures = {pool.submit(run_shard, str(path), plan, s): s for s in todo}
+                futures = {pool.submit(run_shard, str(path), plan, s, None, _rows_of(survivors, s)): s for s in todo}
                 try:
                     for fut in as_completed(futures):
                         fut.result()
@@ -257,6 +292,15 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
                            "re-run the same command to continue") from None
     finally:
         bar.close()
+
+
+def _rows_of(survivors: dict[str, np.ndarray] | None, shard: ShardSpec) -> np.ndarray | None:
+    """The surviving candidate indices a final shard copies (global sample index -> candidate index)."""
+    if survivors is None or shard.split == "candidates":
+        return None
+    full = np.zeros(shard.stop, dtype=np.int64)
+    full[shard.start:shard.stop] = survivors[shard.split][shard.start:shard.stop]
+    return full
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:

@@ -39,8 +39,8 @@ def merge_statistics(records: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: list[str] | None = None
-             ) -> dict[str, Any]:
+def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: list[str] | None = None,
+             extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     from .dataset import created_utc, environment
 
@@ -87,6 +87,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
         "statistics": {s: merge_statistics(records[s]) for s in SPLIT_ORDER},
         "environment": environment(),
         "command": {"argv": list(argv or []), "explicit": list(explicit or [])},
+        **(extras or {}),
         "build_identity": plan.identity(),
         "created_utc": created_utc(),
     }

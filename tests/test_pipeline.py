@@ -143,3 +143,18 @@ def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path):
     assert verify_dataset(root).ok  # checksums match the doctored manifest
     problems = " ".join(verify_dataset(root, deep=True).problems)
     assert "content of targets differs" in problems and "oracle" in problems
+
+
+def test_streamed_batches_equal_stored_samples(tmp_path):
+    from ssmbench.streaming import TaskStream
+
+    result = generate_dataset("sort", get_task("sort").Config(L=16), out=tmp_path, n=40, samples_per_shard=8)
+    stream = TaskStream("sort", {"L": 16}, seed=0)
+    with h5py.File(result.path / result.manifest["splits"]["train"]["shards"][1]["path"]) as h5:
+        stored = h5["inputs"][...]  # train samples 8..15
+    batch = stream.train_batch(step=2, batch_size=4)  # indices 8..11
+    assert np.array_equal(batch["inputs"], stored[:4])
+    halves = [stream.train_batch(step=3, batch_size=4, rank=r, world_size=2)["sample_id"].tolist() for r in (0, 1)]
+    assert halves == [[12, 13], [14, 15]]
+    with h5py.File(result.path / result.manifest["splits"]["test"]["shards"][0]["path"]) as h5:
+        assert np.array_equal(stream.samples("test", 0, 4)["targets"], h5["targets"][:4])

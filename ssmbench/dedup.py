@@ -1,0 +1,93 @@
+"""Two-pass generation for tasks that drop duplicates (ListOps): candidates, survivors, final shards.
+
+1. Candidate c is a pure function of (task, version, config, root seed, c), drawn on split "candidates" and written
+   to candidate shards under `.build/candidates/` (in parallel, resumable, job-array friendly like any shard).
+2. Finalize reads the task's 128-bit expression and template hashes of every candidate, keeps the lowest candidate
+   index of every duplicate group (`task.select_survivors`), extends the candidate stream deterministically if too
+   few survive, and assigns survivors in candidate order to train, then val, then test.
+3. Final shards are written by copying surviving rows (I/O only); `candidate_index` records their origin.
+Survivors depend only on candidate keys, so the dataset is the same for any parallelism (data-and-io.md 7.3).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .shards import SPLIT_ORDER, ShardSpec, shard_done
+
+
+def candidate_margin(total: int) -> int:
+    """The over-provisioning of the candidate stream: max(64, 1 %)."""
+    return max(64, math.ceil(0.01 * total))
+
+
+def candidate_shards(count: int, spp: int) -> list[ShardSpec]:
+    """Candidate shards covering [0, count): fixed-size blocks, so extending the stream only appends shards."""
+    n_shards = -(-count // spp)
+    return [ShardSpec("candidates", j, 0, j * spp, min(count, (j + 1) * spp)) for j in range(n_shards)]
+
+
+def build_root(path: Path) -> Path:
+    return path / ".build"
+
+
+def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str]) -> dict[str, np.ndarray]:
+    import h5py
+
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in fields}
+    for shard in shards:
+        with h5py.File(build_root(path) / shard.relpath, "r", locking=False) as h5:
+            for k in fields:
+                parts[k].append(h5[k][...])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def hashes_of(task: Any, config: Any, path: Path, shards: list[ShardSpec]) -> np.ndarray:
+    """(n_candidates, 4) uint64 hashes, computed shard by shard (bounded memory)."""
+    out = []
+    for shard in shards:
+        block = read_candidates(path, [shard], ["inputs", "lengths"])
+        out.append(task.dedup_hashes(config, block))
+    return np.concatenate(out) if out else np.zeros((0, 4), np.uint64)
+
+
+def survivors_by_split(task: Any, config: Any, path: Path, plan: Any, run_candidates: Any) -> tuple[dict, dict]:
+    """Survivor candidate indices per split, generating more candidates if too few survive; and the report."""
+    from ssmbench.generators import _listops_dedup as rules  # the task family's de-duplication rule
+
+    total = sum(plan.sizes.values())
+    count = total + candidate_margin(total)
+    while True:
+        shards = candidate_shards(count, plan.samples_per_shard)
+        run_candidates([s for s in shards if shard_done(build_root(path), s) is None])
+        hashes = hashes_of(task, config, path, shards)
+        kept = rules.select_survivors(hashes, total)
+        if kept.size >= total:
+            break
+        count += candidate_margin(total)
+    report = rules.dedup_report(hashes, {s: plan.sizes[s] for s in SPLIT_ORDER})
+    bounds = np.cumsum([0] + [plan.sizes[s] for s in SPLIT_ORDER])
+    by_split = {s: kept[bounds[i]:bounds[i + 1]] for i, s in enumerate(SPLIT_ORDER)}
+    report["candidates_generated"] = int(count)
+    return by_split, report
+
+
+def copy_rows(path: Path, spp: int, candidate_ids: np.ndarray, fields: list[str]) -> dict[str, np.ndarray]:
+    """Rows of the given candidates (any order), read from their candidate shards."""
+    import h5py
+
+    out: dict[str, list[np.ndarray]] = {k: [] for k in fields}
+    order_shard = candidate_ids // spp
+    for j in np.unique(order_shard):
+        idx = candidate_ids[order_shard == j] - j * spp
+        shard = ShardSpec("candidates", int(j), 0, 0, 0)
+        with h5py.File(build_root(path) / shard.relpath, "r", locking=False) as h5:
+            lo, hi = int(idx.min()), int(idx.max()) + 1  # survivors are nearly contiguous: one slice read
+            for k in fields:
+                out[k].append(h5[k][lo:hi][idx - lo])
+    # candidate_ids are ascending within a split, so shard-by-shard concatenation keeps their order
+    return {k: np.concatenate(v) for k, v in out.items()}
