@@ -27,7 +27,7 @@ from numba import njit, prange
 from ssmbench.api import Task, TaskConfig
 
 from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
-from ._kernels import fill_ninf_normal
+from ._kernels import fill_noise_then_zeros
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,7 @@ class CummaxConfig(TaskConfig):
 def _fill_cummax(keys, pos, x, y):
     n, L = x.shape[0], x.shape[1]
     for i in prange(n):
-        v = np.empty(L, dtype=np.float32)
-        fill_ninf_normal(keys[i], v)
-        x[i, :, 0] = v
-        x[i, :, 1:] = pos
+        v, _ = fill_noise_then_zeros(keys[i], x[i], L, pos)
         best = v[0]
         for t in range(L):
             if v[t] > best:

@@ -29,7 +29,7 @@ from numba import njit, prange
 from ssmbench.api import Task, TaskConfig
 
 from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
-from ._kernels import fill_ninf_normal
+from ._kernels import fill_noise_then_zeros
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,7 @@ def shift_amounts(config: ShiftConfig) -> np.ndarray:
 def _fill_shift(keys, pos, shifts, x, y):
     n, L = x.shape[0], x.shape[1]
     for i in prange(n):
-        v = np.empty(L, dtype=np.float32)
-        fill_ninf_normal(keys[i], v)
-        x[i, :, 0] = v
-        x[i, :, 1:] = pos
+        v, _ = fill_noise_then_zeros(keys[i], x[i], L, pos)
         for j in range(shifts.shape[0]):
             s = shifts[j]
             y[i, :s, j] = 0.0
