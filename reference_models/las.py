@@ -2,8 +2,10 @@
 
 Per head c: `AP(softmax(exp(-alpha_c D) * q k^T / sqrt(d)))` v with a causal mask (LaS paper Eq. 3, models.md
 section 7). Pooling rows of the attention matrix equals box-filtering V, so the default post-softmax pooling runs
-as a filter on V followed by attention computed in query blocks (scores are never L x L at once; the blocks are
-recomputed in the backward pass). The mixer returns `u + GELU(O(.))`.
+as a filter on V followed by attention. In the causal case the decay factorises,
+`exp(-alpha (i - j)) = exp(-alpha (i - c)) exp(alpha (j - c))`, and folds into q and k, so fused causal attention
+runs it (while alpha L / 2 <= 60); otherwise attention is computed in query blocks that are recomputed in the
+backward pass, so scores are never L x L at once. The mixer returns `u + GELU(O(.))`.
 
 `ap_mode="centered"` (the paper's centred window) **leaks future tokens** on causal tasks: the output at i reads
 inputs up to i + (P-1)/2. A layer built with it sets `causal = False` and the harness refuses it on causal tasks.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
@@ -62,6 +65,9 @@ class LaS(nn.Module):
         self.register_buffer("alpha", las_alpha(n_heads, alpha_b, alpha_init))
         self.scale = 1.0 / math.sqrt(d_model // n_heads)
 
+    max_rescale = 60.0
+    """Largest alpha (L - 1) / 2 for which the ELD factor is folded into q and k (e^60 stays far from overflow)."""
+
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, L, H) -> (B, L, H). `mask` (B, L), True at padding: padded keys are ignored when bidirectional."""
         B, L, _ = x.shape
@@ -75,9 +81,17 @@ class LaS(nn.Module):
         q = q * self.scale
         pre_pool = None
         if self.smooth_order == "post_softmax":  # AP(P) V == P box(V): pooling moves onto V
-            v = box_filter(v.transpose(-1, -2), self.pool_size, self.pool_mode).transpose(-1, -2)  # (B, nh, L, D)
+            v = box_filter(v.transpose(-1, -2), self.pool_size, self.pool_mode)  # (B, nh, D, L)
+            v = v.transpose(-1, -2).contiguous()  # (B, nh, L, D); fused attention wants a unit last stride
         else:  # pooling logits along keys: the row-pooling window looks at keys j .. j+P-1 (causal)
             pre_pool = (self.pool_size, "future" if self.pool_mode == "past" else "centered")
+        if self.mask_future and pre_pool is None and float(self.alpha.max()) * (L - 1) / 2 <= self.max_rescale:
+            # exp(-alpha (i - j)) q_i.k_j = (q_i e^{-alpha (i - c)}).(k_j e^{alpha (j - c)}): the ELD factor folds into
+            # q and k (c = the middle position), so fused causal attention applies and nothing is L x L.
+            rel = torch.arange(L, dtype=torch.float64, device=x.device) - (L - 1) / 2  # (L,)
+            scale = torch.exp(-self.alpha.double()[:, None] * rel).to(q.dtype)[:, :, None]  # (nh, L, 1)
+            o = F.scaled_dot_product_attention(q * scale, k / scale, v, is_causal=True, scale=1.0)  # (B, nh, L, D)
+            return self.proj.merge(o, x)  # (B, L, H)
         pos = torch.arange(L, device=x.device)
         step = L if L <= self.query_block else self.query_block
         use_ckpt = torch.is_grad_enabled() and step < L and q.requires_grad

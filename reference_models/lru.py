@@ -20,38 +20,54 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+TWO_PI = 2 * math.pi
 
-def chunked_scan(v: torch.Tensor, log_lam: torch.Tensor, chunk: int = 64) -> torch.Tensor:
-    """All states of x_k = lam * x_{k-1} + v_k (x_{-1} = 0), for lam = exp(log_lam).
 
-    Inside a chunk of T steps the states are one matrix product with the Toeplitz matrix lam^(t-s), t >= s; the
-    final states of the chunks form a recurrence with lam^T, solved by the same function (so the depth is
-    log_T L), and each chunk then adds lam^(t+1) times the state carried in.
+def chunked_scan(v_re: torch.Tensor, v_im: torch.Tensor, log_re: torch.Tensor, log_im: torch.Tensor,
+                 chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """All states of x_k = lam * x_{k-1} + v_k (x_{-1} = 0) for lam = exp(log_re + i log_im), in real arithmetic.
+
+    Inside a chunk of T steps the states are one real matrix product per state with the 2T x 2T block form of the
+    Toeplitz matrix lam^(t-s), t >= s; the final states of the chunks form a recurrence with lam^T, solved by the
+    same function (depth log_T L); each chunk then adds lam^(t+1) times the state carried in. Powers of lam use
+    float64 phases (k * theta reaches 1e5 rad at long L).
 
     Args:
-        v: (B, L, N) complex inputs. log_lam: (N,) complex log of the diagonal. chunk: T.
+        v_re, v_im: (N, B, L) real and imaginary parts of the inputs, states first.
+        log_re, log_im: (N,) log |lam| and arg lam (kept in float64 through the recursion). chunk: T.
 
     Returns:
-        (B, L, N) complex states.
+        (x_re, x_im), each (N, B, L).
     """
-    Bsz, L, N = v.shape
+    N, B, L = v_re.shape
     T = min(chunk, L)
     n_chunks = -(-L // T)
-    if n_chunks * T != L:
-        v = torch.cat([v, v.new_zeros(Bsz, n_chunks * T - L, N)], dim=1)  # (B, C T, N)
-    log_lam = log_lam.to(torch.complex128)  # powers with float64 phases: k * theta reaches 1e5 rad
-    steps = torch.arange(T, device=v.device, dtype=torch.float64)
-    lag = steps[:, None] - steps[None, :]  # (T, T)
-    toeplitz = torch.exp(lag.clamp(min=0)[..., None] * log_lam) * (lag >= 0)[..., None]  # (T, T, N)
-    toeplitz = toeplitz.to(v.dtype)  # zero above the diagonal
-    vc = v.reshape(Bsz, n_chunks, T, N)  # (B, C, T, N)
-    local = torch.einsum("tsn,bcsn->bctn", toeplitz, vc)  # (B, C, T, N)
+    pad = n_chunks * T - L
+    log_re, log_im = log_re.double(), log_im.double()
+    lag = torch.arange(T, dtype=torch.float64, device=v_re.device)
+    lag = lag[:, None] - lag[None, :]  # (T, T), t - s
+    live = lag >= 0
+    mag = torch.exp(lag.clamp(min=0) * log_re[:, None, None]) * live  # (N, T, T)
+    phase = torch.remainder(lag.clamp(min=0) * log_im[:, None, None], TWO_PI)  # (N, T, T)
+    t_re, t_im = (mag * torch.cos(phase)).to(v_re.dtype), (mag * torch.sin(phase)).to(v_re.dtype)
+    # [x_re, x_im] = [v_re, v_im] @ [[Tr^T, Ti^T], [-Ti^T, Tr^T]]
+    block = torch.cat([torch.cat([t_re.mT, t_im.mT], dim=2), torch.cat([-t_im.mT, t_re.mT], dim=2)], dim=1)
+    vs = torch.cat([F.pad(v_re, (0, pad)).reshape(N, B * n_chunks, T),
+                    F.pad(v_im, (0, pad)).reshape(N, B * n_chunks, T)], dim=2)  # (N, B C, 2T)
+    xs = torch.bmm(vs, block)  # (N, B C, 2T)
+    x_re, x_im = xs[..., :T].reshape(N, B, n_chunks, T), xs[..., T:].reshape(N, B, n_chunks, T)  # (N, B, C, T)
     if n_chunks > 1:
-        ends = chunked_scan(local[:, :, -1], T * log_lam, chunk)  # (B, C, N) state at the end of chunk c
-        carry = torch.cat([ends.new_zeros(Bsz, 1, N), ends[:, :-1]], dim=1)  # (B, C, N) state entering c
-        decay = torch.exp((steps + 1)[:, None] * log_lam).to(v.dtype)  # (T, N)
-        local = local + carry[:, :, None, :] * decay  # (B, C, T, N)
-    return local.reshape(Bsz, n_chunks * T, N)[:, :L]  # (B, L, N)
+        e_re, e_im = chunked_scan(x_re[..., -1], x_im[..., -1], T * log_re, T * log_im, chunk)  # (N, B, C)
+        c_re = F.pad(e_re[..., :-1], (1, 0)).unsqueeze(-1)  # (N, B, C, 1), state entering chunk c
+        c_im = F.pad(e_im[..., :-1], (1, 0)).unsqueeze(-1)
+        steps = torch.arange(1, T + 1, dtype=torch.float64, device=v_re.device)
+        d_mag = torch.exp(steps * log_re[:, None])  # (N, T): lam^(t+1)
+        d_phase = torch.remainder(steps * log_im[:, None], TWO_PI)
+        d_re = (d_mag * torch.cos(d_phase)).to(v_re.dtype)[:, None, None, :]  # (N, 1, 1, T)
+        d_im = (d_mag * torch.sin(d_phase)).to(v_re.dtype)[:, None, None, :]
+        x_re = x_re + c_re * d_re - c_im * d_im  # (N, B, C, T)
+        x_im = x_im + c_re * d_im + c_im * d_re
+    return x_re.reshape(N, B, n_chunks * T)[..., :L], x_im.reshape(N, B, n_chunks * T)[..., :L]  # (N, B, L)
 
 
 class LRU(nn.Module):
@@ -94,21 +110,21 @@ class LRU(nn.Module):
         """Complex state entries per example: N per direction."""
         return self.d_state * (2 if self.bidirectional else 1)
 
-    def log_lambda(self) -> torch.Tensor:
-        """(N,) complex log Lambda = -exp(nu_log) + i exp(theta_log)."""
-        return torch.complex(-torch.exp(self.nu_log), torch.exp(self.theta_log))
+    @staticmethod
+    def _read(x_re: torch.Tensor, x_im: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """Re(C x) for states (N, B, L) and C (H, N, 2): (B, L, H)."""
+        return torch.einsum("nbl,hn->blh", x_re, c[..., 0]) - torch.einsum("nbl,hn->blh", x_im, c[..., 1])
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, L, H) -> (B, L, H). `mask` (B, L), True at padding, zeroes padded inputs when bidirectional."""
         if mask is not None and self.bidirectional:
             x = x.masked_fill(mask.unsqueeze(-1), 0.0)  # (B, L, H)
         b = self.B * torch.exp(self.gamma_log)[:, None, None]  # (N, H, 2), gamma-normalised B
-        v = torch.complex(x @ b[..., 0].T, x @ b[..., 1].T)  # (B, L, N)
-        log_lam = self.log_lambda()
-        c = torch.view_as_complex(self.C)  # (C_k, H, N)
-        states = chunked_scan(v, log_lam, self.scan_chunk)  # (B, L, N)
-        y = torch.einsum("hn,bln->blh", c[0], states).real  # (B, L, H)
-        if self.bidirectional:
-            back = chunked_scan(v.flip(1), log_lam, self.scan_chunk).flip(1)  # (B, L, N), sums u_k ... u_{L-1}
-            y = y + torch.einsum("hn,bln->blh", c[1], back).real  # (B, L, H)
+        v_re = torch.matmul(b[..., 0], x.transpose(1, 2)).transpose(0, 1)  # (N, B, L)
+        v_im = torch.matmul(b[..., 1], x.transpose(1, 2)).transpose(0, 1)  # (N, B, L)
+        log_re, log_im = -torch.exp(self.nu_log), torch.exp(self.theta_log)  # (N,)
+        y = self._read(*chunked_scan(v_re, v_im, log_re, log_im, self.scan_chunk), self.C[0])  # (B, L, H)
+        if self.bidirectional:  # states summarising u_k ... u_{L-1}
+            b_re, b_im = chunked_scan(v_re.flip(-1), v_im.flip(-1), log_re, log_im, self.scan_chunk)
+            y = y + self._read(b_re.flip(-1), b_im.flip(-1), self.C[1])  # (B, L, H)
         return F.gelu(y.to(x.dtype) + self.D * x)  # (B, L, H)

@@ -106,3 +106,21 @@ def test_gradients_finite_at_64k() -> None:
     m = DSSExp(2, l_max=1 << 16, d_state=16, dt_min=1e-4, dt_max=1e-2)
     m(torch.randn(1, 1 << 16, 2)).square().mean().backward()
     assert all(torch.isfinite(p.grad).all() for p in m.parameters())
+
+
+def test_kernel_gradients_equal_naive_autograd() -> None:
+    torch.manual_seed(3)
+    H, N, L = 3, 5, 40
+    m = DSSExp(H, l_max=L, d_state=N, dt_min=1e-2, dt_max=1e-1, chunk_size=8).double()
+    weights = torch.randn(1, H, L, dtype=torch.float64)
+    (m.kernel(L) * weights).sum().backward()
+    params = (m.log_lambda_re, m.lambda_im, m.log_dt, m.W)
+    fast = [p.grad.clone() for p in params]
+    ll, li, ld, W = (p.detach().clone().requires_grad_(True) for p in params)
+    lam = torch.complex(-torch.exp(ll), li)  # (N,)
+    dtl = torch.exp(ld)[:, None] * lam  # (H, N)
+    wt = torch.complex(W[0, ..., 0], W[0, ..., 1]) * torch.expm1(dtl) / lam
+    k = torch.einsum("hn,hnl->hl", wt, torch.exp(dtl[..., None] * torch.arange(L, dtype=torch.float64))).real
+    (k * weights[0]).sum().backward()
+    for got, want in zip(fast, (ll.grad, li.grad, ld.grad, W.grad), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-9, rtol=1e-8)

@@ -57,6 +57,8 @@ def test_equals_naive_eq3(options: dict, causal_mask: bool, centered: bool, quer
     torch.manual_seed(0)
     L, H = 30, 16
     m = LaS(H, l_max=L, n_heads=4, alpha_b=0.3, query_block=query_block, **options).double()
+    if query_block == 7:
+        m.max_rescale = 0.0  # force the blocked path; otherwise causal post-softmax folds ELD into q and k
     u = torch.randn(2, L, H, dtype=torch.float64)
     want = naive_eq3(m, u, causal_mask=causal_mask, centered=centered,
                      pre_softmax=options.get("smooth_order") == "pre_softmax")
@@ -67,12 +69,22 @@ def test_blocked_gradients_equal_single_block() -> None:
     torch.manual_seed(1)
     u = torch.randn(1, 40, 16, dtype=torch.float64, requires_grad=True)
     m = LaS(16, l_max=40, n_heads=4, query_block=9).double()
+    m.max_rescale = 0.0
     m(u).square().sum().backward()
     g_blocked = u.grad.clone()
     u.grad = None
     m.query_block = 64
     m(u).square().sum().backward()
     torch.testing.assert_close(g_blocked, u.grad, atol=1e-12, rtol=0)
+
+
+def test_fused_path_at_long_length_matches_blocked() -> None:
+    torch.manual_seed(3)
+    m = LaS(16, l_max=2048, n_heads=4, query_block=512)
+    u = torch.randn(1, 2048, 16)
+    fused = m(u)
+    m.max_rescale = 0.0
+    torch.testing.assert_close(fused, m(u), atol=2e-5, rtol=1e-4)
 
 
 def test_alpha_init() -> None:
