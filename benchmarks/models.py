@@ -154,8 +154,11 @@ def main() -> None:
                 cmd += ["--threads", str(args.threads)]
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=3 * LIMIT_S)
-                cell = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else \
-                    {"error": f"failed ({done.stderr.strip().splitlines()[-1][:60] if done.stderr else done.returncode})"}
+                if done.returncode == 0:
+                    cell = json.loads(done.stdout.strip().splitlines()[-1])
+                else:
+                    why = done.stderr.strip().splitlines()[-1][:60] if done.stderr.strip() else done.returncode
+                    cell = {"error": f"failed ({why})"}
             except subprocess.TimeoutExpired:
                 cell = {"error": f"timeout > {3 * LIMIT_S:.0f} s"}
             results[name][L] = cell
@@ -172,7 +175,8 @@ def main() -> None:
         for L in lengths:
             fast, fig = results["dlr"][L], results["dlr_figure4"][L]
             if "seconds" in fast and "seconds" in fig:
-                print(f"| {L} | {fast['seconds']:.2f} | {fig['seconds']:.2f} | {fig['seconds'] / fast['seconds']:.1f}x"
+                ratio = fig["seconds"] / fast["seconds"]
+                print(f"| {L} | {fast['seconds']:.2f} | {fig['seconds']:.2f} | {ratio:.1f}x"
                       f" | {fast['err_fast']:.1e} | {fast['err_figure4']:.1e} |")
 
 

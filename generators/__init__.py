@@ -28,6 +28,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
              "At each position output the value whose key has the largest inner product with the query"),
     "listops_subtrees": ("ssmbench.generators.listops_subtrees:ListOpsSubtrees",
                          "Tag every closing bracket of a long ListOps expression with the value of the subexpression it closes"),
+    "pathfinder": ("ssmbench.generators.pathfinder:Pathfinder",
+                   "Label each pixel: on the main path with circles at both ends (2), on the other main path (1), or neither (0)"),
     "listops": ("ssmbench.generators.listops:ListOps",
                 "Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"),
 }

@@ -5,20 +5,28 @@ nothing heavy; `ssmbench.registry.models.get(name)` imports the module on first 
 """
 
 BUILTIN: dict[str, tuple[str, str]] = {
-    "dlr": ("ssmbench.reference_models.dlr:DLR",
-            "Diagonal linear RNN (DLR, DLR-prod, DLR-R): GELU(K * u + D u) with K_h[k] = cast(sum_n W_hn Lambda_n^k)."),
-    "dss_exp": ("ssmbench.reference_models.dss_exp:DSSExp",
-                "Diagonal state space DSS_EXP: GELU(K * u + D u), K from a zero-order-hold discretised diagonal SSM."),
-    "s4d": ("ssmbench.reference_models.s4d:S4D",
-            "Diagonal state space S4D (S4D-Lin init): GELU(K * u + D u), A and dt per channel, conjugate pairs."),
-    "lru": ("ssmbench.reference_models.lru:LRU",
-            "Linear Recurrent Unit: GELU(Re(C x_k) + D u_k), x_k = Lambda x_{k-1} + gamma * (B u_k), ring init."),
-    "attention": ("ssmbench.reference_models.attention:Attention",
-                  "Multi-head attention (4 heads, RoPE, learnable temperature): u + GELU(O(softmax(s q k^T) v))."),
-    "local_attention": ("ssmbench.reference_models.local_attention:LocalAttention",
-                        "Chunked local attention (chunks of 1024, neighbour chunks visible): u + GELU(O(MHA_local(u)))."),
-    "las": ("ssmbench.reference_models.las:LaS",
-            "Local-and-smooth attention (8 heads, ELD decay, causal average pooling): u + GELU(O(LaS(u)))."),
-    "las_chunk": ("ssmbench.reference_models.las_chunk:LaSChunk",
-                  "Chunked LaS attention (chunks of 128, 8 heads, ELD decay, causal pooling): u + GELU(O(LaS_chunk(u)))."),
+    "dlr": (
+        "ssmbench.reference_models.dlr:DLR",
+        "Diagonal linear RNN (DLR, DLR-prod, DLR-R): GELU(K * u + D u) with K_h[k] = cast(sum_n W_hn Lambda_n^k)."),
+    "dss_exp": (
+        "ssmbench.reference_models.dss_exp:DSSExp",
+        "Diagonal state space DSS_EXP: GELU(K * u + D u), K from a zero-order-hold discretised diagonal SSM."),
+    "s4d": (
+        "ssmbench.reference_models.s4d:S4D",
+        "Diagonal state space S4D (S4D-Lin init): GELU(K * u + D u), A and dt per channel, conjugate pairs."),
+    "lru": (
+        "ssmbench.reference_models.lru:LRU",
+        "Linear Recurrent Unit: GELU(Re(C x_k) + D u_k), x_k = Lambda x_{k-1} + gamma * (B u_k), ring init."),
+    "attention": (
+        "ssmbench.reference_models.attention:Attention",
+        "Multi-head attention (4 heads, RoPE, learnable temperature): u + GELU(O(softmax(s q k^T) v))."),
+    "local_attention": (
+        "ssmbench.reference_models.local_attention:LocalAttention",
+        "Chunked local attention (chunks of 1024, neighbour chunks visible): u + GELU(O(MHA_local(u)))."),
+    "las": (
+        "ssmbench.reference_models.las:LaS",
+        "Local-and-smooth attention (8 heads, ELD decay, causal average pooling): u + GELU(O(LaS(u)))."),
+    "las_chunk": (
+        "ssmbench.reference_models.las_chunk:LaSChunk",
+        "Chunked LaS attention (chunks of 128, 8 heads, ELD decay, causal pooling): u + GELU(O(LaS_chunk(u)))."),
 }

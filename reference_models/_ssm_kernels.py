@@ -38,7 +38,8 @@ class _Powers(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, log_re: torch.Tensor, log_im: torch.Tensor, steps: torch.Tensor) -> tuple:  # type: ignore[override]
+    def forward(ctx, log_re: torch.Tensor, log_im: torch.Tensor,  # type: ignore[override]
+                steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         dtype = log_re.dtype
         phase = torch.remainder(steps.double()[:, None] * log_im.double().unsqueeze(1), TWO_PI)  # (G, S, N)
         phase = phase.to(dtype)

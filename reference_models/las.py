@@ -86,8 +86,8 @@ class LaS(nn.Module):
         else:  # pooling logits along keys: the row-pooling window looks at keys j .. j+P-1 (causal)
             pre_pool = (self.pool_size, "future" if self.pool_mode == "past" else "centered")
         if self.mask_future and pre_pool is None and float(self.alpha.max()) * (L - 1) / 2 <= self.max_rescale:
-            # exp(-alpha (i - j)) q_i.k_j = (q_i e^{-alpha (i - c)}).(k_j e^{alpha (j - c)}): the ELD factor folds into
-            # q and k (c = the middle position), so fused causal attention applies and nothing is L x L.
+            # exp(-alpha (i - j)) q_i.k_j = (q_i e^{-alpha (i - c)}).(k_j e^{alpha (j - c)}) with c the middle
+            # position: the ELD factor folds into q and k, so fused causal attention applies, nothing is L x L.
             rel = torch.arange(L, dtype=torch.float64, device=x.device) - (L - 1) / 2  # (L,)
             scale = torch.exp(-self.alpha.double()[:, None] * rel).to(q.dtype)[:, :, None]  # (nh, L, 1)
             o = F.scaled_dot_product_attention(q * scale, k / scale, v, is_causal=True, scale=1.0)  # (B, nh, L, D)

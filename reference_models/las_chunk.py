@@ -70,7 +70,8 @@ class LaSChunk(nn.Module):
         q, k, v = (F.pad(t, (0, 0, 0, pad)).unflatten(2, (n_chunks, c)) for t in (q, k, v))  # (B, nh, W, c, D)
         pre_pool = None
         if self.smooth_order == "post_softmax":  # box filter per chunk: zero padding at chunk edges
-            v = box_filter(v.transpose(-1, -2), self.pool_size, self.pool_mode).transpose(-1, -2)  # (B, nh, W, c, D)
+            v = box_filter(v.transpose(-1, -2), self.pool_size, self.pool_mode)  # (B, nh, W, D, c)
+            v = v.transpose(-1, -2)  # (B, nh, W, c, D)
         else:
             pre_pool = (self.pool_size, "future" if self.pool_mode == "past" else "centered")
         key_valid = None

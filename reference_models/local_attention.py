@@ -3,7 +3,8 @@
 Same module as ATTENTION (4 heads, RoPE with global positions, learnable temperature, `u + GELU(O(.))`), but the
 queries of chunk w = floor(i / c) attend only to the keys of chunks w-1 and w (causal, j <= i) or w-1, w and w+1
 (bidirectional), models.md section 6. This is not a sliding window: the visible context depends on the offset
-inside the chunk. Computed blockwise: each chunk's queries against its neighbours' keys, with a boolean mask.
+inside the chunk. Computed blockwise: each chunk's queries against its neighbours' keys, with boolean masks that
+all chunks share, so fused attention applies and no score matrix is stored.
 
 Example:
     >>> import torch
@@ -56,23 +57,65 @@ class LocalAttention(nn.Module):
         n_chunks = -(-L // c)
         pad = n_chunks * c - L
         q, k, v = (F.pad(t, (0, 0, 0, pad)).unflatten(2, (n_chunks, c)) for t in (q, k, v))  # (B, nh, W, c, D)
-        offsets = (-1, 0) if self.causal else (-1, 0, 1)
-        k = torch.cat([_neighbour(k, s) for s in offsets], dim=3)  # (B, nh, W, S c, D)
-        v = torch.cat([_neighbour(v, s) for s in offsets], dim=3)  # (B, nh, W, S c, D)
-        q_pos = torch.arange(n_chunks * c, device=x.device).reshape(n_chunks, c, 1)  # (W, c, 1)
-        k_pos = torch.cat([q_pos.reshape(n_chunks, 1, c) + s * c for s in offsets], dim=2)  # (W, 1, S c)
-        allowed = (k_pos >= 0) & (k_pos < L)  # (W, 1, S c): missing neighbours and padded keys
-        if self.causal:
-            allowed = allowed & (k_pos <= q_pos)  # (W, c, S c)
-        if key_mask is not None:
-            valid = F.pad(~key_mask, (c, (len(offsets) - 1) * c + pad))  # (B, (W + S) c) with a chunk on the left
-            kv = torch.stack([valid[:, (w + s + 1) * c:(w + s + 2) * c] for w in range(n_chunks)
-                              for s in offsets], dim=1)  # (B, W S, c)
-            allowed = allowed & kv.reshape(B, 1, n_chunks, 1, len(offsets) * c)  # (B, 1, W, c, S c)
-            allowed = allowed | (k_pos == q_pos)  # a padded query keeps itself: no empty rows
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0)  # (B, nh, W, c, D)
+        if key_mask is None:
+            o = _shared_mask_attention(q, k, v, L, self.causal)  # (B, nh, W, c, D)
+        else:
+            o = _masked_attention(q, k, v, L, self.causal, key_mask)  # (B, nh, W, c, D)
         o = o.flatten(2, 3)[:, :, :L]  # (B, nh, L, D)
         return self.proj.merge(o, x)  # (B, L, H)
+
+
+def _shared_mask_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, L: int,
+                           causal: bool) -> torch.Tensor:
+    """Chunked attention with masks that do not depend on the chunk, so fused attention runs (4-D inputs).
+
+    Causal: chunk 0 attends causally to itself; chunks w >= 1 see [chunk w-1, chunk w] under one shared (c, 2c)
+    mask (padded keys are after every valid query). Bidirectional: every chunk sees [w-1, w, w+1] and only a small
+    key mask (missing neighbours, padded keys) is needed. q, k, v: (B, nh, W, c, D) -> (B, nh, W, c, D).
+    """
+    B, nh, W, c, D = q.shape
+    if causal:
+        first = F.scaled_dot_product_attention(q[:, :, 0], k[:, :, 0], v[:, :, 0], is_causal=True,
+                                               scale=1.0)  # (B, nh, c, D)
+        if W == 1:
+            return first.unsqueeze(2)
+        keys = torch.cat([k[:, :, :-1], k[:, :, 1:]], dim=3).flatten(1, 2)  # (B, nh (W-1), 2c, D)
+        vals = torch.cat([v[:, :, :-1], v[:, :, 1:]], dim=3).flatten(1, 2)  # (B, nh (W-1), 2c, D)
+        t = torch.arange(c, device=q.device)
+        allowed = torch.cat([torch.ones(c, c, dtype=torch.bool, device=q.device), t[None, :] <= t[:, None]],
+                            dim=1)  # (c, 2c): all of chunk w-1, causal in chunk w
+        rest = F.scaled_dot_product_attention(q[:, :, 1:].flatten(1, 2), keys, vals, attn_mask=allowed,
+                                              scale=1.0)  # (B, nh (W-1), c, D)
+        return torch.cat([first.unsqueeze(2), rest.unflatten(1, (nh, W - 1))], dim=2)  # (B, nh, W, c, D)
+    offsets = (-1, 0, 1)
+    keys = torch.cat([_neighbour(k, s) for s in offsets], dim=3).flatten(1, 2)  # (B, nh W, 3c, D)
+    vals = torch.cat([_neighbour(v, s) for s in offsets], dim=3).flatten(1, 2)  # (B, nh W, 3c, D)
+    pos = torch.arange(W * c, device=q.device).reshape(W, 1, c)  # (W, 1, c)
+    k_pos = torch.cat([pos + s * c for s in offsets], dim=2)  # (W, 1, 3c)
+    valid = ((k_pos >= 0) & (k_pos < L)).unsqueeze(0).expand(nh, W, 1, 3 * c).reshape(1, nh * W, 1, 3 * c)
+    o = F.scaled_dot_product_attention(q.flatten(1, 2), keys, vals, attn_mask=valid, scale=1.0)  # (B, nh W, c, D)
+    return o.unflatten(1, (nh, W))  # (B, nh, W, c, D)
+
+
+def _masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, L: int, causal: bool,
+                      key_mask: torch.Tensor) -> torch.Tensor:
+    """Chunked attention with a padding mask (B, L) (True = padded): a per-example boolean mask, unfused."""
+    B, nh, W, c, D = q.shape
+    pad = W * c - L
+    offsets = (-1, 0) if causal else (-1, 0, 1)
+    k = torch.cat([_neighbour(k, s) for s in offsets], dim=3)  # (B, nh, W, S c, D)
+    v = torch.cat([_neighbour(v, s) for s in offsets], dim=3)  # (B, nh, W, S c, D)
+    q_pos = torch.arange(W * c, device=q.device).reshape(W, c, 1)  # (W, c, 1)
+    k_pos = torch.cat([q_pos.reshape(W, 1, c) + s * c for s in offsets], dim=2)  # (W, 1, S c)
+    allowed = (k_pos >= 0) & (k_pos < L)  # (W, 1, S c): missing neighbours and padded keys
+    if causal:
+        allowed = allowed & (k_pos <= q_pos)  # (W, c, S c)
+    valid = F.pad(~key_mask, (c, (len(offsets) - 1) * c + pad))  # (B, (W + S) c) with a chunk on the left
+    kv = torch.stack([valid[:, (w + s + 1) * c:(w + s + 2) * c] for w in range(W) for s in offsets],
+                     dim=1)  # (B, W S, c)
+    allowed = allowed & kv.reshape(B, 1, W, 1, len(offsets) * c)  # (B, 1, W, c, S c)
+    allowed = allowed | (k_pos == q_pos)  # a padded query keeps itself: no empty rows
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0)  # (B, nh, W, c, D)
 
 
 def _neighbour(t: torch.Tensor, shift: int) -> torch.Tensor:

@@ -202,8 +202,8 @@ class CausalityReport:
     def __str__(self) -> str:
         if self.passed:
             return f"{self.name}: causal (cuts {self.cuts}, max deviation {self.max_deviation:.2e})"
-        return (f"{self.name}: NOT causal: perturbing inputs after position {self.failed_cut} moved earlier outputs "
-                f"by up to {self.max_deviation:.3g}; outputs read up to {self.lookahead} position(s) ahead")
+        return (f"{self.name}: NOT causal: perturbing inputs after position {self.failed_cut} moved earlier "
+                f"outputs by up to {self.max_deviation:.3g}; outputs read up to {self.lookahead} position(s) ahead")
 
 
 def _cut_points(T: int, l_output: int, seed: int) -> list[int]:

@@ -20,7 +20,8 @@ TINY: dict[str, dict] = {
     "solve_fixed": {"L": 64}, "context_shift": {"L": 64}, "mips": {"L": 64},
     "listops_subtrees": {"min_length": 40, "max_length": 120, "max_depth": 6, "max_args": 5, "pad_to": 128},
     "listops": {"min_length": 40, "max_length": 120, "max_depth": 6, "max_args": 5, "pad_to": 128},
-    "pathfinder": {"size": 32},
+    "pathfinder": {"size": 32, "seed_distance": 6, "marker_radius": 1.5, "contour_length": 4, "dash_length": 4.0,
+                   "dash_thickness": 1.5, "margin_list": (1,), "distractor_length": 2, "num_distractors": 2},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]

@@ -1,0 +1,281 @@
+"""Pathfinder path growth in Numba: seeding a path's first dash and extending it dash by dash (tasks.md 5.3-5.5).
+
+Occupancy `occ` holds integer sub-sample counts (occupancy value = count / aa^2) so every threshold is an exact
+integer comparison: a pixel is free iff count <= kfree, and an extension is rejected iff some pixel reaches
+occ + halo count >= kover. Commits go through an undo log, so a failed main-pair attempt or distractor attempt is
+rolled back in time proportional to what it touched, never by copying or clearing the whole image.
+
+Work is local everywhere: the dilated occupancy Dm is evaluated only at candidate points whose turn weight is
+non-zero, the overlap test reads only pixels of the dash's box that are occupied enough to fail, and a first dash's
+tail is drawn by rejection from a uniform superset (exact enumeration after `reject_tries` misses; the result is
+uniform on the available set either way).
+
+Halo coverage comes from the per-config templates of `_pathfinder_tables`, one per possible dash orientation.
+
+Path state `ps[k]`: 0-1 pivot (y, x), 2 orientation, 3-4 tip (y, x), 5-7 pending dash (tail y, tail x, angle),
+8 the pending dash's template id. Dash records `rec[k, j]`: tail y, tail x, angle, pivot y, pivot x.
+`tabs` (per image, for its margin): ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl,
+seed_tpl, spans, big.
+"""
+
+from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
+
+import math
+
+from ._rng import randint, uniform  # also sets NUMBA_DISABLE_INTEL_SVML before numba is imported
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from ._pathfinder_geom import commit_template, template_fits  # noqa: E402
+
+# int parameters (ip)
+SIZE, AA, PAD, SEED_DIST, CL, DL, ND, SEED_TRIALS, DASH_TRIALS, DIST_ATTEMPTS, MAX_PAIR, KFREE, KOVER, KLAB, \
+    MARK_DIST, COMMIT_LAST, REJECT_TRIES = range(17)
+# float parameters (fp)
+LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO = range(8)
+
+HALF_PI = math.pi / 2.0
+TWO_PI = 2.0 * math.pi
+DEG = math.pi / 180.0
+
+
+@njit(cache=True)
+def flip(theta):
+    return theta + math.pi if theta < 0.0 else theta - math.pi
+
+
+@njit(cache=True)
+def translate(py, px, theta, d):
+    """The reference's integer bookkeeping step: ceil of the real end point."""
+    return int(math.ceil(py + d * math.sin(theta))), int(math.ceil(px + d * math.cos(theta)))
+
+
+@njit(cache=True)
+def dilate_count(occ, qy, qx, m, hw, full):
+    """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored."""
+    size = occ.shape[0]
+    best = 0
+    for dy in range(-m, m + 1):
+        y = qy + dy
+        if y < 0 or y >= size:
+            continue
+        w = hw[abs(dy)]
+        for x in range(max(qx - w, 0), min(qx + w, size - 1) + 1):
+            v = occ[y, x]
+            if v > best:
+                best = v
+                if best >= full:
+                    return best
+    return best
+
+
+@njit(cache=True)
+def commit_pending(k, ps, occ, st, log, ip, pool, meta):
+    """M <- max(M, pending mask of path k)."""
+    commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta[int(ps[k, 8])])
+
+
+@njit(cache=True)
+def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+    """Grow path k by one dash (tasks.md 5.4). Returns False on failure (nothing committed then)."""
+    ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl = tabs[:11]
+    size = ip[SIZE]
+    full = ip[AA] * ip[AA]
+    ell = fp[LEN]
+    cont = fp[CONT]
+    th = ps[k, 2]
+    py, px = translate(ps[k, 0], ps[k, 1], th, ell + 2.0 * m)
+    # candidate points on the ring, truncated, de-duplicated, in (y, x) order
+    nc = 0
+    in_order = True
+    for t in range(ring_y.shape[0]):
+        j = order[t]
+        yv = py + ring_y[j]
+        xv = px + ring_x[j]
+        if yv < 0.0 or yv >= size or xv < 0.0 or xv >= size:
+            continue
+        key = int(yv) * size + int(xv)
+        if nc > 0 and key <= cand[nc - 1]:
+            if key == cand[nc - 1]:
+                continue
+            in_order = False
+        cand[nc] = key
+        nc += 1
+    if not in_order:  # rare: float rounding moved a point across a pixel edge
+        cand[:nc] = np.sort(cand[:nc])
+        n2 = 0
+        for t in range(nc):
+            if n2 == 0 or cand[t] != cand[n2 - 1]:
+                cand[n2] = cand[t]
+                n2 += 1
+        nc = n2
+    if nc == 0:
+        return False
+    total = 0.0
+    for t in range(nc):
+        qy = cand[t] // size
+        qx = cand[t] % size
+        beta = atan_tab[qy - py + r1, qx - px + r1]
+        dd = abs(beta - th)
+        delta = min(dd, TWO_PI - dd)
+        turn = cont * delta
+        if turn >= HALF_PI:  # cos^2(pi/2): zero probability for turns beyond 90 deg / continuity
+            score[t] = 0.0
+            continue
+        w = math.cos(turn)
+        w = w * w
+        dm = dilate_count(occ, qy, qx, m, hw, full)
+        sc = (1.0 - dm / full) * w
+        score[t] = sc
+        total += sc
+    if total < 1e-4:
+        return False
+    rejected = -1
+    for _ in range(ip[DASH_TRIALS]):
+        u = uniform(rng)
+        cum = 0.0
+        pick = -1
+        for t in range(nc):
+            if score[t] > 0.0:
+                cum += score[t] / total
+                pick = t
+                if cum > u:
+                    break
+        if pick == rejected:
+            continue
+        qy = cand[pick] // size
+        qx = cand[pick] % size
+        beta = atan_tab[qy - py + r1, qx - px + r1]
+        ang = flip(beta)
+        tid = ring_tpl[qy - py + r1, qx - px + r1]  # every candidate offset has one (see _pathfinder_tables)
+        if not template_fits(occ, ip[KOVER], full, qy, qx, pool, meta[tid]):
+            rejected = pick
+            continue
+        commit_pending(k, ps, occ, st, log, ip, pool, meta)
+        ps[k, 0] = py
+        ps[k, 1] = px
+        ps[k, 2] = beta
+        ps[k, 3] = qy
+        ps[k, 4] = qx
+        ps[k, 5] = qy
+        ps[k, 6] = qx
+        ps[k, 7] = ang
+        ps[k, 8] = tid
+        n = nrec[k]
+        rec[k, n, 0] = qy
+        rec[k, n, 1] = qx
+        rec[k, n, 2] = ang
+        rec[k, n, 3] = py
+        rec[k, n, 4] = px
+        nrec[k] = n + 1
+        return True
+    return False
+
+
+@njit(cache=True)
+def tail_available(occ, kfree, band, py, px, lo, hi, big):
+    """Is p in A: every in-image pixel of p + F_theta free in B (= occ with a `band`-wide frame set to 1)?"""
+    size = occ.shape[0]
+    for r in range(2 * big + 1):
+        if lo[r] > hi[r]:
+            continue
+        y = py + r - big
+        if y < 0 or y >= size:
+            continue
+        xa = max(px + lo[r], 0)
+        xb = min(px + hi[r], size - 1)
+        if xa > xb:
+            continue
+        if y < band or y >= size - band or xa < band or xb >= size - band:
+            return False
+        for x in range(xa, xb + 1):
+            if occ[y, x] > kfree:
+                return False
+    return True
+
+
+@njit(cache=True)
+def sample_tail(occ, kfree, band, pad, lo, hi, big, tries, rng, out):
+    """Uniform tail from A: rejection from the free-frame rectangle, then exact enumeration. False if A is empty."""
+    size = occ.shape[0]
+    b = max(band, pad, 0)
+    h = size - 2 * b
+    if h <= 0:
+        return False
+    for _ in range(tries):
+        idx = randint(rng, h * h)
+        py = b + idx // h
+        px = b + idx % h
+        if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+            out[0] = py
+            out[1] = px
+            return True
+    count = 0
+    for py in range(b, size - b):
+        for px in range(b, size - b):
+            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+                count += 1
+    if count == 0:
+        return False
+    j = randint(rng, count)
+    for py in range(b, size - b):
+        for px in range(b, size - b):
+            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+                if j == 0:
+                    out[0] = py
+                    out[1] = px
+                    return True
+                j -= 1
+    return False
+
+
+@njit(cache=True)
+def start_path(k, ps, rec, nrec, ty, tx, theta, tid, hy, hx, vy, vx):
+    """Record a first dash R(tail, theta): pivot m behind the tail, tip = head, pending = this dash."""
+    ps[k, 0] = vy
+    ps[k, 1] = vx
+    ps[k, 2] = theta
+    ps[k, 3] = hy
+    ps[k, 4] = hx
+    ps[k, 5] = ty
+    ps[k, 6] = tx
+    ps[k, 7] = theta
+    ps[k, 8] = tid
+    rec[k, 0, 0] = ty
+    rec[k, 0, 1] = tx
+    rec[k, 0, 2] = theta
+    rec[k, 0, 3] = vy
+    rec[k, 0, 4] = vx
+    nrec[k] = 1
+
+
+@njit(cache=True)
+def seed_first_dash(occ, kfree, band, m, ip, fp, tabs, rng, out):
+    """Up to seed_trials trials of (theta, tail); out = (ty, tx, theta_deg, hy, hx, vy, vx).
+
+    Returns 1 on success, 0 if every trial left the image, -1 if A was empty (the attempt fails).
+    """
+    spans, big = tabs[12], tabs[13]
+    size = ip[SIZE]
+    ell = fp[LEN]
+    tail = np.empty(2, dtype=np.int64)
+    for _ in range(ip[SEED_TRIALS]):
+        deg = randint(rng, 360) - 180
+        lo, hi = spans[deg + 180, 0], spans[deg + 180, 1]
+        if not sample_tail(occ, kfree, band, ip[PAD], lo, hi, big, ip[REJECT_TRIES], rng, tail):
+            return -1
+        theta = deg * DEG
+        hy, hx = translate(tail[0], tail[1], theta, ell)
+        vy, vx = translate(hy, hx, flip(theta), ell + m)
+        if not (0 <= hy < size and 0 <= hx < size and 0 <= vy < size and 0 <= vx < size):
+            continue
+        out[0] = tail[0]
+        out[1] = tail[1]
+        out[2] = deg
+        out[3] = hy
+        out[4] = hx
+        out[5] = vy
+        out[6] = vx
+        return 1
+    return 0

@@ -1,0 +1,85 @@
+"""Pathfinder statistics for the data card: class fractions per split, against the frozen goldens and the reference.
+
+GOLDEN holds the class pixel fractions (0 / 1 / 2) of the first 1,000 train images of root seed 0 for each preset
+(task version 1), frozen when the generator was written; builds must stay within +-20 % of them (tasks.md 5.10).
+REFERENCE holds the reference generator's fractions (tasks.md 5.6), which include its resampling halo.
+
+>>> from ssmbench.generators.pathfinder import PRESETS
+>>> md = statistics_markdown(PRESETS["128"], {"val": {"class_pixels": [9000, 700, 300], "connected": [4, 6],
+...                                                   "n_distractors": [0] * 16 + [10], "margin": [5, 5],
+...                                                   "pair_attempts": [4000]}})
+>>> "| val | 10 | 90.000 % | 7.000 % | 3.000 % | 60.0 % | 400.0 | 16.00 |" in md
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+GOLDEN: dict[str, tuple[float, float, float]] = {
+    "128": (0.979324, 0.015188, 0.005488),
+    "256": (0.988839, 0.008474, 0.002687),
+    "512": (0.985738, 0.010568, 0.003694),
+}
+"""Class pixel fractions of the first 1,000 train images (root seed 0, version 1) per preset."""
+GOLDEN_TOLERANCE = 0.20
+"""Relative tolerance of every class fraction against GOLDEN."""
+REFERENCE: dict[str, tuple[float, float, float]] = {
+    "128": (0.940, 0.044, 0.015),
+    "256": (0.973, 0.020, 0.007),
+    "512": (0.980, 0.016, 0.004),
+}
+"""The reference generator's class fractions (with its Lanczos halo ring labelled as path), tasks.md 5.6."""
+
+
+def preset_name(config: Any) -> str | None:
+    from .pathfinder import PRESETS
+
+    return next((name for name, preset in PRESETS.items() if preset == config), None)
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:.3f} %"
+
+
+def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, Any]]) -> str:
+    """Markdown table of the per-split statistics stored in manifest.json."""
+    lines = ["| split | images | class 0 | class 1 | class 2 | connected | mean main-pair attempts | "
+             "mean distractors |", "|---|---|---|---|---|---|---|---|"]
+    total = np.zeros(3, dtype=np.float64)
+    for split in ("train", "val", "test"):
+        s = stats.get(split) or {}
+        if "class_pixels" not in s:
+            continue
+        pix = np.asarray(s["class_pixels"], dtype=np.float64)
+        conn = np.asarray(s["connected"], dtype=np.float64)
+        n = int(conn.sum())
+        if n == 0:
+            continue
+        total += pix
+        frac = pix / pix.sum()
+        hist = np.asarray(s["n_distractors"], dtype=np.float64)
+        mean_nd = float((hist * np.arange(hist.size)).sum() / max(hist.sum(), 1))
+        attempts = float(np.asarray(s["pair_attempts"]).sum()) / n
+        lines.append(f"| {split} | {n} | {_pct(frac[0])} | {_pct(frac[1])} | {_pct(frac[2])} | "
+                     f"{100.0 * conn[1] / n:.1f} % | {attempts:.1f} | {mean_nd:.2f} |")
+    if total.sum() == 0:
+        return ""
+    out = ["Class pixel fractions over all pixels of each split (class 0: background, distractors and circles; "
+           "1: main path; 2: the main path with circles at both ends).", "", *lines, ""]
+    name = preset_name(config)
+    if name is not None:
+        frac = total / total.sum()
+        gold = GOLDEN[name]
+        inside = all(abs(f - g) <= GOLDEN_TOLERANCE * g for f, g in zip(frac, gold, strict=True))
+        ref = REFERENCE[name]
+        out += [f"Frozen golden fractions for preset {name} (first 1,000 train images of seed 0): "
+                f"{' / '.join(_pct(g) for g in gold)}; this dataset is "
+                f"{'within' if inside else 'OUTSIDE'} +-{GOLDEN_TOLERANCE:.0%} of them.", "",
+                f"The reference generator gives {' / '.join(_pct(r) for r in ref)}: its masks also label a faint "
+                f"resampling halo around every dash, which ssmbench does not draw, so expect fewer class-1/2 pixels "
+                f"here (see Known discrepancies).", ""]
+    return "\n".join(out)

@@ -1,0 +1,145 @@
+"""Per-config tables for the Pathfinder kernels, built once per process and shared read-only by every image.
+
+Every dash whose halo enters the occupancy map has one of finitely many orientations: a first dash has an integer
+number of degrees, and an extension dash starting at candidate q points back at the integer pivot P, at angle
+flip(atan2(q - P)) with q - P an integer offset on the candidate ring. Its halo coverage (integer sub-sample
+counts) is therefore precomputed here as a dense template per orientation, with exactly the arithmetic of
+`_pathfinder_geom.pixel_count` on the same float angle, so committing or testing a halo is a table blit instead of
+a rasterisation. The footprint F_theta of every integer degree (the fully covered offsets) is derived from the
+same templates.
+
+Tables per margin m (index mi in `margin_list`): candidate ring offsets in (y, x) order, atan2 of integer offsets,
+disk half-widths, template ids of ring offsets and of the 360 degrees, and footprint row spans.
+"""
+
+from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
+
+import math
+
+from . import _rng  # noqa: F401  (sets NUMBA_DISABLE_INTEL_SVML before numba is imported)
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from ._pathfinder_geom import max_subsample_distance, pixel_count, subsample_offsets  # noqa: E402
+
+DEG = math.pi / 180.0
+
+
+def candidate_ring(r: float) -> tuple[list[float], list[float]]:
+    """Offsets (r sin a_k, r cos a_k) of the candidate points, a_k = k * 360 / (2 pi r) degrees, a_k < 360."""
+    step = 360.0 / (2.0 * math.pi * r)
+    ys: list[float] = []
+    xs: list[float] = []
+    k = 0
+    while k * step < 360.0:
+        rad = (k * step) * (math.pi / 180.0)
+        ys.append(r * math.sin(rad))
+        xs.append(r * math.cos(rad))
+        k += 1
+    return ys, xs
+
+
+@njit(cache=True)
+def _flip(theta):
+    return theta + math.pi if theta < 0.0 else theta - math.pi
+
+
+@njit(cache=True)
+def _fill_template(pool, pos, theta, length, ht, rad, sub, aa, rho, meta_row):
+    """Dense halo counts of a dash at the origin over its (unclipped) box; returns the next free pool position."""
+    s = math.sin(theta)
+    c = math.cos(theta)
+    ext = ht + rad + 1.0
+    y0 = int(math.floor(min(0.0, length * s) - ext))
+    y1 = int(math.ceil(max(0.0, length * s) + ext)) + 1
+    x0 = int(math.floor(min(0.0, length * c) - ext))
+    x1 = int(math.ceil(max(0.0, length * c) + ext)) + 1
+    h = y1 - y0
+    w = x1 - x0
+    for yy in range(h):
+        for xx in range(w):
+            pool[pos + yy * w + xx] = pixel_count(y0 + yy, x0 + xx, s, c, length, ht, rad, sub, aa, rho)
+    meta_row[0] = pos
+    meta_row[1] = y0
+    meta_row[2] = x0
+    meta_row[3] = h
+    meta_row[4] = w
+    return pos + h * w
+
+
+@njit(cache=True)
+def _build(thetas, length, ht, rad, sub, aa, rho, pool, meta):
+    pos = 0
+    for t in range(thetas.shape[0]):
+        pos = _fill_template(pool, pos, thetas[t], length, ht, rad, sub, aa, rho, meta[t])
+    return pos
+
+
+@njit(cache=True)
+def _footprints(pool, meta, first, full, big, spans):
+    """Row spans of the fully covered offsets of templates first .. first + 359 (the integer degrees)."""
+    for d in range(360):
+        pos, y0, x0, h, w = meta[first + d, 0], meta[first + d, 1], meta[first + d, 2], meta[first + d, 3], \
+            meta[first + d, 4]
+        for r in range(2 * big + 1):
+            spans[d, 0, r] = 1
+            spans[d, 1, r] = 0
+        for yy in range(h):
+            r = y0 + yy + big
+            started = False
+            for xx in range(w):
+                if pool[pos + yy * w + xx] == full:
+                    if not started:
+                        spans[d, 0, r] = x0 + xx
+                        started = True
+                    spans[d, 1, r] = x0 + xx
+
+
+def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, ...], aa: int) -> tuple:
+    """Everything the kernels look up, as a tuple of arrays stacked over margins (see `_pathfinder_kernel`)."""
+    sub = subsample_offsets(aa)
+    rho = max_subsample_distance(aa)
+    rings = [candidate_ring(dash_length + m) for m in margins]
+    nmax = max(len(r[0]) for r in rings)
+    r1s = [math.ceil(dash_length + m) + 1 for m in margins]
+    width = 2 * max(r1s) + 1
+    big = max(int(math.ceil(dash_length + half_thickness + m)) + 1 for m in margins)
+    nm = len(margins)
+    ring_y, ring_x = np.zeros((nm, nmax)), np.zeros((nm, nmax))
+    order = np.zeros((nm, nmax), dtype=np.int64)
+    atan_tab = np.zeros((nm, width, width))
+    hw = np.zeros((nm, max(margins) + 1), dtype=np.int64)
+    ring_tpl = np.full((nm, width, width), -1, dtype=np.int64)
+    seed_tpl = np.zeros((nm, 360), dtype=np.int64)
+    spans = np.zeros((nm, 360, 2, 2 * big + 1), dtype=np.int64)
+    pools, metas, base = [], [], 0
+    for i, (m, (ys, xs)) in enumerate(zip(margins, rings, strict=True)):
+        ring_y[i, :len(ys)] = ys
+        ring_x[i, :len(xs)] = xs
+        order[i, :len(ys)] = sorted(range(len(ys)), key=lambda k: (math.floor(ys[k]), math.floor(xs[k]), k))
+        r1 = r1s[i]
+        r = dash_length + m
+        thetas = [deg * DEG for deg in range(-180, 180)]
+        for a in range(2 * r1 + 1):
+            for b in range(2 * r1 + 1):
+                atan_tab[i, a, b] = math.atan2(a - r1, b - r1)
+                if abs(math.hypot(a - r1, b - r1) - r) <= 2.0:  # every candidate lies within sqrt(2) of the ring
+                    ring_tpl[i, a, b] = base + len(thetas)
+                    thetas.append(float(_flip(atan_tab[i, a, b])))
+        for dy in range(m + 1):
+            hw[i, dy] = math.isqrt(m * m - dy * dy)
+        seed_tpl[i] = base + np.arange(360)
+        box = 2 * int(math.ceil(dash_length + half_thickness + m + 1.0)) + 4
+        pool = np.zeros(len(thetas) * box * box, dtype=np.uint8)
+        meta = np.zeros((len(thetas), 5), dtype=np.int64)
+        used = _build(np.array(thetas), float(dash_length), float(half_thickness), float(m), sub, aa, rho, pool,
+                      meta)
+        _footprints(pool, meta, 0, aa * aa, big, spans[i])
+        meta[:, 0] += sum(len(p) for p in pools)
+        pools.append(pool[:used])
+        metas.append(meta)
+        base += len(thetas)
+    return (ring_y, ring_x, order, atan_tab, np.array(r1s, dtype=np.int64), hw,
+            np.array([len(r[0]) for r in rings], dtype=np.int64), np.concatenate(pools), np.concatenate(metas),
+            ring_tpl, seed_tpl, spans, big)
