@@ -408,7 +408,8 @@ def _pct(counts: np.ndarray) -> list[str]:
 
 def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, list]]) -> str:
     """Markdown tables of the measured statistics per split, next to the exact expectations of the process."""
-    splits = [s for s in ("train", "val", "test") if s in stats] + sorted(set(stats) - {"train", "val", "test"})
+    splits = [s for s in ("train", "val", "test") if stats.get(s)] + sorted(
+        s for s in set(stats) - {"train", "val", "test"} if stats.get(s))  # empty splits record no statistics
     if not splits:
         return ""
     arr = {s: {k: np.asarray(v, np.int64) for k, v in stats[s].items()} for s in splits}

@@ -219,7 +219,8 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
     _check_folder(path, plan, overwrite)
     path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path / ".build" / "plan.json", plan.identity())
-    remove_stray_temporaries(path)
+    if num_shards is None:  # job-array runs share the folder: never delete another job's temporary files
+        remove_stray_temporaries(path)
     task_obj = get_task(task)
     extras: dict[str, Any] = {}
     survivors: dict[str, np.ndarray] | None = None
@@ -272,8 +273,8 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
 
             threads = max(1, (os.cpu_count() or 1) // workers)
             ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,),
-                                     max_tasks_per_child=64) as pool:
+            # no max_tasks_per_child: on Python 3.11 it deadlocks the pool after workers * N tasks (gh-115634)
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as pool:
                 futures = {pool.submit(run_shard, str(path), plan, s, None, _rows_of(survivors, s)): s for s in todo}
                 try:
                     for fut in as_completed(futures):

@@ -158,3 +158,10 @@ def test_streamed_batches_equal_stored_samples(tmp_path):
     assert halves == [[12, 13], [14, 15]]
     with h5py.File(result.path / result.manifest["splits"]["test"]["shards"][0]["path"]) as h5:
         assert np.array_equal(stream.samples("test", 0, 4)["targets"], h5["targets"][:4])
+
+
+def test_process_pool_runs_more_shards_than_any_per_worker_limit(tmp_path):
+    """Regression: max_tasks_per_child deadlocked the pool after workers * 64 shards on Python 3.11."""
+    result = generate_dataset("cumsum", get_task("cumsum").Config(L=8), out=tmp_path, n=200, samples_per_shard=1,
+                              workers=2)
+    assert result.shards_written == 200 and result.finalized

@@ -289,3 +289,12 @@ def test_end_to_end_through_shards(tmp_path):
         assert m["statistics"][split]["samples"] == [m["splits"][split]["num_samples"]]
     assert order == sorted(order) and len(set(order)) == 60
     assert "Measured statistics" in (Path(builds[0].path) / "README.md").read_text()
+
+
+def test_card_renders_with_an_empty_split(tmp_path):
+    """A build too small to fill val/test (no statistics recorded there) still finalizes and renders its card."""
+    from ssmbench.dataset import generate_dataset
+
+    result = generate_dataset(TASK.name, SMALL, tmp_path, n=10, seed=0)
+    assert result.manifest["splits"]["val"]["num_samples"] == 0
+    assert "Measured statistics" in (result.path / "README.md").read_text()
