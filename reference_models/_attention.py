@@ -86,6 +86,17 @@ def box_filter(x: torch.Tensor, size: int, mode: str) -> torch.Tensor:
     return F.avg_pool1d(flat, size, stride=1).reshape(x.shape)  # (..., L)
 
 
+def check_las_options(ap_mode: str, smooth_order: str, pool_size: int, bidirectional: bool) -> None:
+    """Validate the LaS options shared by `las` and `las_chunk` (ValueError naming the option)."""
+    if ap_mode not in ("causal", "centered"):
+        raise ValueError(f"ap_mode must be 'causal' or 'centered', got {ap_mode!r}")
+    if smooth_order not in ("post_softmax", "pre_softmax"):
+        raise ValueError(f"smooth_order must be 'post_softmax' or 'pre_softmax', got {smooth_order!r}")
+    centered = ap_mode == "centered" or bidirectional
+    if pool_size < 1 or (centered and pool_size % 2 == 0):
+        raise ValueError(f"pool_size must be >= 1 (odd for centred pooling), got {pool_size}")
+
+
 def las_alpha(n_heads: int, bound: float, init: str) -> torch.Tensor:
     """ELD decay rates alpha_c (n_heads,): `linspace` (exp(-alpha) evenly from 1 to e^-bound) or `literal`."""
     c = torch.arange(n_heads, dtype=torch.float64)

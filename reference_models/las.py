@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ._attention import HeadProjections, box_filter, eld_attention, las_alpha, rotary
+from ._attention import HeadProjections, box_filter, check_las_options, eld_attention, las_alpha, rotary
 
 
 class LaS(nn.Module):
@@ -49,13 +49,8 @@ class LaS(nn.Module):
             rope: rotary embeddings on q and k. query_block: queries per block.
         """
         super().__init__()
-        if ap_mode not in ("causal", "centered"):
-            raise ValueError(f"ap_mode must be 'causal' or 'centered', got {ap_mode!r}")
-        if smooth_order not in ("post_softmax", "pre_softmax"):
-            raise ValueError(f"smooth_order must be 'post_softmax' or 'pre_softmax', got {smooth_order!r}")
+        check_las_options(ap_mode, smooth_order, pool_size, bidirectional)
         centered = ap_mode == "centered" or bidirectional
-        if pool_size < 1 or (centered and pool_size % 2 == 0):
-            raise ValueError(f"pool_size must be >= 1 (odd for centred pooling), got {pool_size}")
         self.l_max, self.bidirectional = l_max, bidirectional
         self.causal = not bidirectional and ap_mode == "causal"
         self.pool_size, self.smooth_order, self.rope, self.query_block = pool_size, smooth_order, rope, query_block

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._attention import HeadProjections, box_filter, eld_attention, las_alpha, rotary
+from ._attention import HeadProjections, box_filter, check_las_options, eld_attention, las_alpha, rotary
 
 
 class LaSChunk(nn.Module):
@@ -36,13 +36,8 @@ class LaSChunk(nn.Module):
             n_heads, pool_size, alpha_b, alpha_init, ap_mode, smooth_order, rope: as for LaS.
         """
         super().__init__()
-        if ap_mode not in ("causal", "centered"):
-            raise ValueError(f"ap_mode must be 'causal' or 'centered', got {ap_mode!r}")
-        if smooth_order not in ("post_softmax", "pre_softmax"):
-            raise ValueError(f"smooth_order must be 'post_softmax' or 'pre_softmax', got {smooth_order!r}")
+        check_las_options(ap_mode, smooth_order, pool_size, bidirectional)
         centered = ap_mode == "centered" or bidirectional
-        if pool_size < 1 or (centered and pool_size % 2 == 0):
-            raise ValueError(f"pool_size must be >= 1 (odd for centred pooling), got {pool_size}")
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         self.l_max, self.bidirectional = l_max, bidirectional

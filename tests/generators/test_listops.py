@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
+import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
 import numpy as np
 import pytest
 from scipy import stats
@@ -21,16 +19,6 @@ TASK = ListOps()
 SMALL = ListOpsConfig(min_length=100, max_length=400)  # LRA tree parameters, a short window
 
 
-def _load_oracle():
-    name = "ssmbench_tests_listops_oracle"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("listops_oracle.py"))
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-oracle = _load_oracle()
 
 
 def keys(config, n, task=TASK):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import random
-import sys
 from pathlib import Path
 
 import numba
+import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
 import numpy as np
 import pytest
 from scipy import stats
@@ -25,16 +24,6 @@ SMALL = ListOpsSubtreesConfig(min_length=200, max_length=600)  # DLR tree parame
 PAPER_IDS = [12, 3, 7, 13, 14, 4, 2, 7, 15, 9, 4, 15, 5, 6, 15]  # [MAX 2 6 [MED [SM 3 1 6 ] 8 3 ] 4 5 ]
 
 
-def _load_oracle():
-    name = "ssmbench_tests_listops_oracle"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("listops_oracle.py"))
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-oracle = _load_oracle()
 
 
 def keys(config, n, split="train", start=0):
