@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ssmbench.api import Spec
-from ssmbench.backbone import ScalarLayerNorm, SequenceModel
+from ssmbench.harness.backbone import ScalarLayerNorm, SequenceModel
 from ssmbench.errors import ConfigError, SsmbenchError
 
 

@@ -11,7 +11,7 @@ from ssmbench.generators import BUILTIN
 
 
 @pytest.mark.parametrize("module", [f"ssmbench.generators.{name}" for name in BUILTIN] +
-                         ["ssmbench.seeding", "ssmbench.shards", "ssmbench.streaming", "ssmbench.generators._rng"])
+                         ["ssmbench.seeding", "ssmbench.data.shards", "ssmbench.data.streaming", "ssmbench.generators._rng"])
 def test_docstring_examples(module):
     mod = importlib.import_module(module)
     result = doctest.testmod(mod, raise_on_error=False, verbose=False)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from ssmbench.reference_models import BUILTIN
 
-from ssmbench.modeling import check_causality
+from ssmbench.harness.models import check_causality
 from ssmbench.registry import models
 
 # Small settings so that every model runs in milliseconds; third-party plug-ins run with their defaults.

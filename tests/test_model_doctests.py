@@ -8,7 +8,7 @@ import importlib
 import pytest
 from ssmbench.reference_models import BUILTIN
 
-MODULES = [f"ssmbench.reference_models.{name}" for name in BUILTIN] + ["ssmbench.modeling", "ssmbench.optim"]
+MODULES = [f"ssmbench.reference_models.{name}" for name in BUILTIN] + ["ssmbench.harness.models", "ssmbench.harness.optim_groups"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)

@@ -12,9 +12,9 @@ from torch import nn
 
 from ssmbench import registry
 from ssmbench.api import Spec
-from ssmbench.backbone import SequenceModel
+from ssmbench.harness.backbone import SequenceModel
 from ssmbench.errors import ConfigError, SsmbenchError
-from ssmbench.modeling import build_model, causality_checks, check_causality
+from ssmbench.harness.models import build_model, causality_checks, check_causality
 
 PLUGIN = textwrap.dedent('''
     """A user's plug-in module for the tests."""

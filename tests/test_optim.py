@@ -10,7 +10,7 @@ from ssmbench.reference_models.s4d import S4D
 from torch import nn
 
 from ssmbench.errors import SsmbenchError
-from ssmbench.optim import describe, param_groups
+from ssmbench.harness.optim_groups import describe, param_groups
 
 
 def by_label(groups: list[dict]) -> dict[str, dict]:

@@ -8,14 +8,14 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.dataset import generate_dataset, load_manifest
+from ssmbench.data.build import generate_dataset, load_manifest
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.generators.shift import ShiftConfig
 from ssmbench.generators.select_fixed import SelectFixedConfig
 from ssmbench.seeding import keys_for
 from ssmbench.registry import get_task
-from ssmbench.shards import auto_samples_per_shard, make_plan, split_sizes
-from ssmbench.verify import verify_dataset
+from ssmbench.data.shards import auto_samples_per_shard, make_plan, split_sizes
+from ssmbench.data.verify import verify_dataset
 
 
 def test_split_sizes_rounding_and_counts():
@@ -131,7 +131,7 @@ def test_verify_detects_corruption_truncation_and_strays(tmp_path):
 
 def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path):
     """A shard rewritten with a wrong target and a matching sha256 still fails the content check and oracle."""
-    from ssmbench.shards import file_sha256
+    from ssmbench.data.shards import file_sha256
 
     result = generate_dataset("cumsum", get_task("cumsum").Config(L=16), out=tmp_path, n=10, samples_per_shard=8)
     root = result.path
@@ -146,7 +146,7 @@ def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path):
 
 
 def test_streamed_batches_equal_stored_samples(tmp_path):
-    from ssmbench.streaming import TaskStream
+    from ssmbench.data.streaming import TaskStream
 
     result = generate_dataset("sort", get_task("sort").Config(L=16), out=tmp_path, n=40, samples_per_shard=8)
     stream = TaskStream("sort", {"L": 16}, seed=0)

@@ -11,7 +11,7 @@ from scipy.special import erf
 from ssmbench.reference_models.attention import Attention
 
 from ssmbench.api import Spec
-from ssmbench.backbone import SequenceModel
+from ssmbench.harness.backbone import SequenceModel
 
 
 def naive(m: Attention, u: np.ndarray, allowed: np.ndarray, temperature: float) -> np.ndarray:

@@ -11,7 +11,7 @@ from scipy.special import erf
 from ssmbench.reference_models.dlr import DLR
 
 from ssmbench.api import Spec
-from ssmbench.backbone import SequenceModel
+from ssmbench.harness.backbone import SequenceModel
 
 
 def gelu(z: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from ssmbench.reference_models.las import LaS
 
-from ssmbench.modeling import check_causality
+from ssmbench.harness.models import check_causality
 
 
 def row_pool(p: np.ndarray, size: int, centered: bool) -> np.ndarray:

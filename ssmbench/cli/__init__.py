@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .errors import ConfigError, SsmbenchError
+from .. import __version__
+from ..errors import ConfigError, SsmbenchError
 
 CONTEXT = {"auto_envvar_prefix": "SSMBENCH", "show_default": True, "help_option_names": ["-h", "--help"],
            "max_content_width": 110}
@@ -51,7 +51,7 @@ def cli(verbose: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def ls_command(kind: str, as_json: bool) -> None:
     """List registered tasks, models or evaluators, or the download catalogue, with one-line summaries."""
-    from . import registry
+    from .. import registry
 
     if kind == "datasets":
         from importlib import resources
@@ -75,7 +75,7 @@ def ls_command(kind: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def describe_command(task: str, as_json: bool) -> None:
     """Show a task's version, presets, config fields, stored fields and shapes, and its data card."""
-    from .describe import describe_task, format_description
+    from ..data.describe import describe_task, format_description
 
     info = describe_task(task)
     click.echo(json.dumps(info, sort_keys=True, default=str) if as_json else format_description(info))
@@ -116,7 +116,7 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
                      codec: str | None, shard_index: int | None, num_shards: int | None, dry_run: bool,
                      overwrite: bool, quiet: bool, as_json: bool) -> None:
     """Build (or resume) a dataset folder of HDF5 shards with a manifest and a data card."""
-    from .resolve import extra_overrides, resolve_config
+    from ..data.task_config import extra_overrides, resolve_config
 
     if (shard_index is None) != (num_shards is None):
         raise click.UsageError("--shard-index and --num-shards go together")
@@ -129,13 +129,13 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     extra = extra_overrides(ctx.args)
     task_obj, config, note = resolve_config(task, length=length, size=size, preset=preset,
                                             config_file=config_file, overrides=[*overrides, *extra])
-    from .dataset import data_root, generate_dataset, plan_build
-    from .shards import parse_split
+    from ..data.build import data_root, generate_dataset, plan_build
+    from ..data.shards import parse_split
 
     split_map = parse_split(split) if split else None
     plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
     if not quiet or dry_run:
-        from .estimate import estimate_build
+        from ..data.estimate import estimate_build
 
         est = estimate_build(task_obj, config, plan, workers)
         lines = [note] if note else []
@@ -173,7 +173,7 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool) -> None:
     """Check a dataset folder's files, checksums and structure against its manifest."""
-    from .verify import raise_for, verify_dataset
+    from ..data.verify import raise_for, verify_dataset
 
     report = verify_dataset(path, deep=deep, regenerate=regenerate)
     if as_json:
@@ -194,8 +194,8 @@ def card_command(path: str) -> None:
     """(Re)render a dataset folder's README.md data card and croissant.json from its manifest."""
     from pathlib import Path
 
-    from .cards import write_card
-    from .dataset import load_manifest
+    from ..data.cards import write_card
+    from ..data.build import load_manifest
 
     click.echo(str(write_card(Path(path), load_manifest(path))))
 
@@ -209,11 +209,11 @@ def preview_command(path: str, n: int, out: str | None, split: str) -> None:
     """Render a PNG of samples: images beside colour-coded masks, or sequences as plots."""
     from pathlib import Path
 
-    from .dataset import load_manifest
+    from ..data.build import load_manifest
 
     load_manifest(path)
     try:
-        from .preview import render_preview
+        from ..data.preview import render_preview
     except ImportError:
         raise SsmbenchError("preview is not available in this installation") from None
     click.echo(str(render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)))

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .registry import get_task
+from ..registry import get_task
 from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256
 
 HF_SPLIT = {"train": "train", "val": "validation", "test": "test"}
@@ -78,7 +78,7 @@ def render_card(manifest: dict[str, Any]) -> str:
         for k, f in manifest["spec"]["fields"].items())
     stats = ""
     if hasattr(task, "statistics_markdown"):
-        from .config import config_from_dict
+        from ..config import config_from_dict
 
         stats = task.statistics_markdown(config_from_dict(task.Config, manifest["config"]),
                                          manifest.get("statistics", {}))

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .api import Field, Spec
-from .errors import ConfigError
+from ..api import Field, Spec
+from ..errors import ConfigError
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = ("train", "val", "test")

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from .config import apply_overrides, load_config_file, parse_overrides
-from .errors import ConfigError
-from .registry import get_task
+from ..config import apply_overrides, load_config_file, parse_overrides
+from ..errors import ConfigError
+from ..registry import get_task
 
 OPTION_OF = {"length": "--length", "size": "--size", "preset": "--preset"}
 
@@ -58,7 +58,7 @@ def resolve_config(task_name: str, length: int | None = None, size: int | None =
         elif str(value) in task.presets:
             config = task.presets[str(value)]
         else:
-            from .dataset import nearest_size_preset
+            from .build import nearest_size_preset
 
             start = nearest_size_preset(task, value)
             config = _replace(task.presets[start], size=value)

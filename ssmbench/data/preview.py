@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DatasetError
+from ..errors import DatasetError
 
 MASK_COLOURS = ("#000000", "#3d8bff", "#ff9f1c")
 """Mask classes 0 (background, distractors, circles), 1 (main path), 2 (main path with circles at both ends)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from torch import nn
 
-from .errors import SsmbenchError
+from ..errors import SsmbenchError
 
 _RELATIVE_KEYS = ("lr_scale", "lr_max")
 

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .api import Spec
-from .errors import ConfigError, SsmbenchError
+from ..api import Spec
+from ..errors import ConfigError, SsmbenchError
 
 NORMS = ("scalar_layer", "layer", "batch", "none")
 OUT_PROJS = ("linear", "glu", "none")

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import load_manifest
-from .errors import VerificationError
+from .build import load_manifest
+from ..errors import VerificationError
 from .shards import SPLIT_ORDER, content_prefix, file_sha256, row_hashes
 
 
@@ -119,8 +119,8 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
 def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int) -> None:
     import h5py
 
-    from .config import config_from_dict
-    from .registry import get_task
+    from ..config import config_from_dict
+    from ..registry import get_task
 
     task = get_task(manifest["task"])
     config = config_from_dict(task.Config, manifest["config"])
@@ -154,9 +154,9 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
 def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
     import h5py
 
-    from .config import config_from_dict
-    from .registry import get_task
-    from .seeding import keys_for
+    from ..config import config_from_dict
+    from ..registry import get_task
+    from ..seeding import keys_for
 
     task = get_task(manifest["task"])
     if getattr(task, "deduplicate", False):

@@ -1,6 +1,6 @@
 """Resolve `--model` into an nn.Module for a task's Spec, and check causality (models.md section 14).
 
-One rule: a `torch.nn.Module` subclass is a sequence mixer and is wrapped in `ssmbench.backbone.SequenceModel`;
+One rule: a `torch.nn.Module` subclass is a sequence mixer and is wrapped in `ssmbench.harness.backbone.SequenceModel`;
 any other callable is a factory `build(spec, **hparams)` that returns the whole model. `--model` is a registered
 name (built-in or entry point `ssmbench.models`), a literal `module:Class`, or the object itself.
 
@@ -30,10 +30,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .api import Spec
+from ..api import Spec
 from .backbone import SequenceModel
-from .errors import ConfigError, SsmbenchError
-from .registry import models
+from ..errors import ConfigError, SsmbenchError
+from ..registry import models
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .config import canonical_json, config_sha256
-from .errors import DatasetError
-from .registry import get_task
-from .seeding import SEED_SCHEME, keys_for
+from .. import __version__
+from ..config import canonical_json, config_sha256
+from ..errors import DatasetError
+from ..registry import get_task
+from ..seeding import SEED_SCHEME, keys_for
 from .shards import (FORMAT_VERSION, SPLIT_ORDER, ShardSpec, atomic_write_json, auto_samples_per_shard,
                      make_plan, remove_stray_temporaries, shard_done, split_sizes, storage_fields, write_shard)
 
@@ -96,7 +96,7 @@ class BuildPlan:
 
 
 def _config_of(plan: BuildPlan) -> Any:
-    from .config import config_from_dict
+    from ..config import config_from_dict
 
     task = get_task(plan.task)
     return task, config_from_dict(task.Config, plan.config)
@@ -169,7 +169,7 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
     spec = task.spec(config)
     spp = samples_per_shard or getattr(task, "samples_per_shard", None) or auto_samples_per_shard(spec, sizes["train"])
     if spp < 1:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError("--samples-per-shard", f"must be >= 1, got {spp}")
     cfg = config.to_dict()
@@ -243,7 +243,7 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
     finalized = False
     manifest = None
     if num_shards is None:
-        from .finalize import finalize
+        from .manifest import finalize
 
         manifest = finalize(path, plan, argv=argv, explicit=explicit, extras=extras)
         finalized = True
@@ -320,7 +320,7 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def config_for(task: Any, base: Any, overrides: Mapping[str, Any]) -> Any:
-    from .config import apply_overrides
+    from ..config import apply_overrides
 
     return apply_overrides(base, overrides) if overrides else dataclasses.replace(base)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .seeding import keys_for
+from ..seeding import keys_for
 
 
 def _human_bytes(n: float) -> str:

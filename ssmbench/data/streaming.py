@@ -4,7 +4,7 @@ Step s with global batch B uses train indices s*B .. s*B + B - 1; with W ranks, 
 slice of B/W. Val and test come from exactly the keys `ssmbench generate` uses, so a streamed sample and a stored
 sample with the same (split, index) are byte-identical.
 
->>> from ssmbench.streaming import TaskStream
+>>> from ssmbench.data.streaming import TaskStream
 >>> stream = TaskStream("cumsum", {"L": 16}, seed=0)
 >>> batch = stream.train_batch(step=3, batch_size=4)
 >>> batch["inputs"].shape, batch["sample_id"].tolist()
@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .config import apply_overrides
-from .errors import ConfigError
-from .registry import get_task
-from .seeding import keys_for
+from ..config import apply_overrides
+from ..errors import ConfigError
+from ..registry import get_task
+from ..seeding import keys_for
 
 
 class TaskStream:
