@@ -1,0 +1,73 @@
+"""The `ssmbench` click group, shared helpers and `main`, which maps library errors to one-line messages.
+
+Results go to stdout (human-readable, or one JSON object with --json); progress bars and logs go to stderr.
+Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 verification mismatch, 130 Ctrl-C.
+Heavy imports (numba, h5py, torch) happen inside the commands, so `--help` and `ls` start instantly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import ConfigError, SsmbenchError
+
+CONTEXT = {"auto_envvar_prefix": "SSMBENCH", "show_default": True, "help_option_names": ["-h", "--help"],
+           "max_content_width": 110}
+_state = {"verbose": False}
+
+
+def _emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
+    click.echo(json.dumps(obj, sort_keys=True, default=str) if as_json else human)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="ssmbench")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks for errors.")
+def cli(verbose: bool) -> None:
+    """ssmbench: deterministic long-range sequence benchmark datasets and an evaluation harness.
+
+    \b
+    Examples:
+      ssmbench ls
+      ssmbench describe shift
+      ssmbench generate shift --length 512 --n 1000 --out data/
+      ssmbench verify data/shift-512
+    """
+    _state["verbose"] = verbose
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: map library errors to one-line messages and exit codes."""
+    try:
+        cli.main(args=argv, prog_name="ssmbench", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except SsmbenchError as exc:
+        if _state["verbose"]:
+            traceback.print_exc()
+        kind = "error" if not isinstance(exc, ConfigError) else "invalid option"
+        click.echo(f"{kind}: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except Exception:
+        traceback.print_exc()
+        click.echo(f"ssmbench {__version__} hit an internal error; please report it with the traceback above "
+                   "and the output of `ssmbench --version`.", err=True)
+        sys.exit(1)
+    sys.exit(0)

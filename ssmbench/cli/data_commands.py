@@ -1,0 +1,185 @@
+"""Dataset commands: ls, describe, generate, verify, card, preview (thin shells over `ssmbench.data`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from ..errors import SsmbenchError
+from .app import _emit, cli
+
+
+@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls datasets")
+@click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "datasets"]), default="tasks")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def ls_command(kind: str, as_json: bool) -> None:
+    """List registered tasks, models or evaluators, or the download catalogue, with one-line summaries."""
+    from .. import registry
+
+    if kind == "datasets":
+        from importlib import resources
+
+        catalog = json.loads(resources.files("ssmbench").joinpath("catalog.json").read_text())
+        items = {k: v.get("description", "") for k, v in catalog.get("datasets", {}).items()}
+    else:
+        items = getattr(registry, kind).summaries()
+    if as_json:
+        click.echo(json.dumps(items, sort_keys=True))
+        return
+    if not items:
+        click.echo(f"(no {kind} yet)")
+    width = max((len(k) for k in items), default=0)
+    for name, summary in items.items():
+        click.echo(f"{name:<{width}}  {summary}")
+
+
+@cli.command("describe", epilog="Examples:\n\n\b\n  ssmbench describe shift\n  ssmbench describe solve --json")
+@click.argument("task")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def describe_command(task: str, as_json: bool) -> None:
+    """Show a task's version, presets, config fields, stored fields and shapes, and its data card."""
+    from ..data.describe import describe_task, format_description
+
+    info = describe_task(task)
+    click.echo(json.dumps(info, sort_keys=True, default=str) if as_json else format_description(info))
+
+
+@cli.command("generate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+             epilog="Any config key can also be given as an option, e.g. --num-shifts 4 or --min-length 500 "
+                    "(same as -o num_shifts=4).\n\nExamples:\n\n\b\n"
+                    "  ssmbench generate shift --length 512 --n 1000 --out data/\n"
+                    "  ssmbench generate shift --length 4096 --out data/ --workers 2\n"
+                    "  ssmbench generate select --length 512 -o M=16\n"
+                    "  ssmbench generate shift --shard-index 0 --num-shards 4   # one job of an array")
+@click.argument("task")
+@click.option("--length", "length", type=int, help="Sequence length L of an atomic task (selects the preset named L).")
+@click.option("--size", type=int, help="Image side of pathfinder (128, 256, 512 or any other).")
+@click.option("--preset", help="Named preset of the ListOps tasks (e.g. dlr, short, lra).")
+@click.option("-n", "--n", "n", type=int, help="Total samples over all splits [default: the task's].")
+@click.option("--split", help="Split fractions or counts, e.g. train=0.8,val=0.1,test=0.1 [default: the task's].")
+@click.option("--seed", type=int, default=0, help="Root seed of the dataset.")
+@click.option("--out", type=click.Path(file_okay=False), help="Data root; the folder is OUT/<name>. "
+              "[default: $SSMBENCH_DATA or ./data]")
+@click.option("--workers", type=int, default=1, help="Worker processes (the bytes are the same for any count).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="TOML or JSON file of config keys.")
+@click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
+@click.option("--samples-per-shard", type=int, help="Samples per HDF5 shard [default: automatic].")
+@click.option("--codec", help="Replace the codec of every compressed field (gzip:L, zstd:L) for local builds.")
+@click.option("--shard-index", type=int, help="Job-array mode: build only plan shards j with j % K == i (no finalize).")
+@click.option("--num-shards", type=int, help="Job-array mode: the number of jobs K.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the size estimate, write nothing.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing folder that holds another build.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or plan summary on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def generate_command(ctx: click.Context, task: str, length: int | None, size: int | None, preset: str | None,
+                     n: int | None, split: str | None, seed: int, out: str | None, workers: int,
+                     config_file: str | None, overrides: tuple[str, ...], samples_per_shard: int | None,
+                     codec: str | None, shard_index: int | None, num_shards: int | None, dry_run: bool,
+                     overwrite: bool, quiet: bool, as_json: bool) -> None:
+    """Build (or resume) a dataset folder of HDF5 shards with a manifest and a data card."""
+    from ..data.task_config import extra_overrides, resolve_config
+
+    if (shard_index is None) != (num_shards is None):
+        raise click.UsageError("--shard-index and --num-shards go together")
+    if num_shards is not None and not 0 <= shard_index < num_shards:  # type: ignore[operator]
+        raise click.UsageError(f"--shard-index must be in [0, {num_shards}), got {shard_index}")
+    if workers < 1:
+        raise click.UsageError(f"--workers must be >= 1, got {workers}")
+    if seed < 0:
+        raise click.UsageError(f"--seed must be >= 0, got {seed}")
+    extra = extra_overrides(ctx.args)
+    task_obj, config, note = resolve_config(task, length=length, size=size, preset=preset,
+                                            config_file=config_file, overrides=[*overrides, *extra])
+    from ..data.build import data_root, generate_dataset, plan_build
+    from ..data.shards import parse_split
+
+    split_map = parse_split(split) if split else None
+    plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
+    if not quiet or dry_run:
+        from ..data.estimate import estimate_build
+
+        est = estimate_build(task_obj, config, plan, workers)
+        lines = [note] if note else []
+        lines.append(f"{plan.name}: {sum(plan.sizes.values())} samples "
+                     f"({', '.join(f'{k} {v}' for k, v in plan.sizes.items())}) in {len(plan.shards)} shards of "
+                     f"up to {plan.samples_per_shard}; about {est['disk_human']} on disk, about "
+                     f"{est['time_human']} with {workers} worker(s) (estimated) -> {data_root(out) / plan.name}")
+        if dry_run:
+            _emit({"dry_run": True, "name": plan.name, "sizes": plan.sizes, "num_shards": len(plan.shards),
+                   "samples_per_shard": plan.samples_per_shard, "estimate": est,
+                   "path": str(data_root(out) / plan.name)}, as_json, "\n".join(lines))
+            return
+        click.echo("\n".join(lines), err=True)
+    explicit = [p for p in ctx.params if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
+    result = generate_dataset(task_obj.name, config, out=out, n=n, split=split_map, seed=seed, workers=workers,
+                              samples_per_shard=samples_per_shard, codec=codec, shard_index=shard_index,
+                              num_shards=num_shards, overwrite=overwrite, quiet=quiet,
+                              argv=sys.argv[1:] if sys.argv and "ssmbench" in os.path.basename(sys.argv[0]) else
+                              ["generate", task, *ctx.args], explicit=explicit)
+    obj = {"path": str(result.path), "name": result.name, "finalized": result.finalized,
+           "shards_written": result.shards_written, "shards_skipped": result.shards_skipped}
+    if result.manifest:
+        obj.update(dataset_id=result.manifest["dataset_id"], content_digest=result.manifest["content_digest"],
+                   sizes={k: v["num_samples"] for k, v in result.manifest["splits"].items()})
+    state = "complete" if result.finalized else f"job {shard_index}/{num_shards} done (not finalized)"
+    _emit(obj, as_json, f"{result.path}: {state}; {result.shards_written} shard(s) written, "
+                        f"{result.shards_skipped} already done")
+
+
+@cli.command("verify", epilog="Exit code 3 when anything disagrees with the manifest.\n\nExamples:\n\n\b\n"
+                              "  ssmbench verify data/shift-4096\n  ssmbench verify data/shift-4096 --deep")
+@click.argument("path", type=click.Path(file_okay=False))
+@click.option("--deep", is_flag=True, help="Decode every chunk, recompute content hashes, run the task's oracle.")
+@click.option("--regenerate", type=int, help="Regenerate K samples and compare bytes [default: 8 with --deep].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool) -> None:
+    """Check a dataset folder's files, checksums and structure against its manifest."""
+    from ..data.verify import raise_for, verify_dataset
+
+    report = verify_dataset(path, deep=deep, regenerate=regenerate)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), sort_keys=True))
+    else:
+        for problem in report.problems:
+            click.echo(f"FAIL {problem}")
+        if report.ok:
+            click.echo(f"OK {path}: {report.checked_files} files" +
+                       (f", {report.checked_samples} samples decoded, {report.oracle_rows} oracle rows, "
+                        f"{report.regenerated} regenerated" if deep or report.regenerated else ""))
+    raise_for(report)
+
+
+@cli.command("card", epilog="Examples:\n\n\b\n  ssmbench card data/shift-512")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+def card_command(path: str) -> None:
+    """(Re)render a dataset folder's README.md data card and croissant.json from its manifest."""
+    from pathlib import Path
+
+    from ..data.build import load_manifest
+    from ..data.cards import write_card
+
+    click.echo(str(write_card(Path(path), load_manifest(path))))
+
+
+@cli.command("preview", epilog="Examples:\n\n\b\n  ssmbench preview data/pathfinder-128 --n 8 --out grid.png")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("-n", "--n", "n", type=int, default=8, help="Number of samples to show.")
+@click.option("--out", type=click.Path(dir_okay=False), help="PNG to write [default: DIR/preview.png].")
+@click.option("--split", default="val", help="Split to draw samples from.")
+def preview_command(path: str, n: int, out: str | None, split: str) -> None:
+    """Render a PNG of samples: images beside colour-coded masks, or sequences as plots."""
+    from pathlib import Path
+
+    from ..data.build import load_manifest
+
+    load_manifest(path)
+    try:
+        from ..data.preview import render_preview
+    except ImportError:
+        raise SsmbenchError("preview is not available in this installation") from None
+    click.echo(str(render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)))
