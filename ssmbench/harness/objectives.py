@@ -1,0 +1,86 @@
+"""What a task is trained and selected on: loss, metric state, selection monitor, learning-rate schedule.
+
+Regression (the atomic tasks): MSE loss over every target entry of the batch; exact R² / MSE from float64 sums and
+the paper's per-batch R²; the checkpoint with the lowest validation MSE is kept. Classification (ListOps,
+Pathfinder) uses the states and losses of `ssmbench.harness.metrics`.
+
+Example:
+    >>> f = lr_factor("cosine", warmup_steps=10, schedule_steps=110)
+    >>> [round(f(s), 3) for s in (0, 5, 10, 60, 110, 200)]
+    [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
+    >>> lr_factor("constant", 0, 100)(7)
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Objective:
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    new_metrics: Callable[[int], Any]
+    """num_samples of the split -> a fresh metric state."""
+    monitor: str
+    """Key of `compute()` that selects the checkpoint on val."""
+    mode: str
+    """`min` or `max`."""
+    headline: tuple[str, ...]
+    """Keys shown in progress lines and `compare` tables."""
+
+    def better(self, value: float, best: float | None) -> bool:
+        if value != value:  # NaN never wins
+            return False
+        return best is None or (value < best if self.mode == "min" else value > best)
+
+
+def mse_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean over every (l_output x d_output) target entry of the batch, in float32."""
+    return F.mse_loss(pred.float(), target.float())
+
+
+def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", variant: str = "exact") -> Objective:
+    """The objective of a task's Spec (regression or classification)."""
+    from . import metrics
+
+    if variant not in ("exact", "batchavg"):
+        raise ConfigError("eval.monitor_variant", f"must be exact or batchavg, got {variant!r}")
+    if spec.target_kind == "regress":
+        key, mode = ("mse", "min") if variant == "exact" else ("r2_batchavg", "max")
+        if monitor not in ("auto", key):
+            key, mode = monitor, ("min" if monitor == "mse" else "max")
+        return Objective(mse_loss, lambda n: metrics.RegressionMetrics(spec.d_output, metric_batch_size, n),
+                         key, mode, ("r2", "r2_batchavg", "mse"))
+    raise ConfigError("task", f"training on {spec.target_kind!r} targets is not supported by this harness yet",
+                      "the atomic (regression) tasks are supported")
+
+
+def lr_factor(schedule: str, warmup_steps: int, schedule_steps: int) -> Callable[[int], float]:
+    """Multiplier of the base LR at optimiser step s: constant, or linear warm-up then cosine to 0.
+
+    f(s) = s / W for s < W, else max(0, (1 + cos(pi (s - W) / (S - W))) / 2); the LR is 0 at step 0 of a
+    warm-up. Training may stop before S (the Pathfinder 256 / 512 runs did).
+    """
+    if schedule == "constant":
+        return lambda s: 1.0
+    if schedule != "cosine":
+        raise ConfigError("train.schedule", f"must be constant or cosine, got {schedule!r}")
+    if schedule_steps <= warmup_steps:
+        raise ConfigError("train.schedule_steps", f"must exceed train.warmup_steps ({warmup_steps}), "
+                                                  f"got {schedule_steps}")
+
+    def f(s: int) -> float:
+        if s < warmup_steps:
+            return s / warmup_steps
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * (s - warmup_steps) / (schedule_steps - warmup_steps))))
+
+    return f
