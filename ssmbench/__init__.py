@@ -17,3 +17,16 @@ from .errors import SsmbenchError as SsmbenchError
 from .errors import UnknownNameError as UnknownNameError
 from .errors import VerificationError as VerificationError
 from .registry import get_task as get_task
+
+
+_LAZY = {"evaluate": ("ssmbench.harness.evaluation", "evaluate"),
+         "open_dataset": ("ssmbench.data.loader", "open_dataset")}
+
+
+def __getattr__(name: str):  # heavy entry points load on first use, so `import ssmbench` stays light
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'ssmbench' has no attribute {name!r}")

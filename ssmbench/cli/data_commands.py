@@ -12,13 +12,19 @@ from ..errors import SsmbenchError
 from .app import _emit, cli
 
 
-@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls datasets")
-@click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "datasets"]), default="tasks")
+@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls presets\n"
+                          "  ssmbench ls datasets")
+@click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "presets", "datasets"]), default="tasks")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def ls_command(kind: str, as_json: bool) -> None:
-    """List registered tasks, models or evaluators, or the download catalogue, with one-line summaries."""
+    """List registered tasks, models, evaluators or training presets, or the download catalogue."""
     from .. import registry
 
+    if kind == "presets":
+        from .eval_commands import list_presets_text
+
+        click.echo(list_presets_text(as_json))
+        return
     if kind == "datasets":
         from importlib import resources
 

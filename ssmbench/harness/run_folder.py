@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from datetime import datetime, timezone
@@ -71,7 +72,7 @@ class RunFolder:
         """Append one line to metrics.jsonl (flushed and fsynced: a preempted run keeps its history)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a") as f:
-            f.write(json.dumps(record, sort_keys=True, default=_plain) + "\n")
+            f.write(json.dumps(_nan_to_null(record), sort_keys=True, default=_plain) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -88,7 +89,7 @@ class RunFolder:
         os.replace(tmp, self.log_path)
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
-        atomic_write_json(self.metrics_path, json.loads(json.dumps(metrics, default=_plain)))
+        atomic_write_json(self.metrics_path, _nan_to_null(json.loads(json.dumps(metrics, default=_plain))))
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -118,6 +119,17 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means "not an ssmbench checkpoint"
         raise ConfigError("--checkpoint", f"{path} is not a readable ssmbench checkpoint ({type(exc).__name__})") \
             from None
+
+
+def _nan_to_null(obj: Any) -> Any:
+    """Strict JSON: NaN / inf (an undefined R², say) become null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_nan_to_null(v) for v in obj]
+    return obj
 
 
 def _plain(obj: Any) -> Any:

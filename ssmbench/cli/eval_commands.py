@@ -1,0 +1,141 @@
+"""Harness commands: eval (train and score, score a checkpoint, resume) and compare (thin shells over
+`ssmbench.harness`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from .app import _emit, cli
+
+EVAL_EPILOG = """\b
+Model resolution: a registered name (`ssmbench ls models`), or `module:Object`. An nn.Module subclass is a
+sequence mixer, wrapped in the harness backbone ((B, L, D) -> (B, L, D), declares `causal`); any other callable
+is a factory `build(spec, **hparams)` returning the whole model.
+
+\b
+Examples:
+  ssmbench eval --model dlr --task shift                  # quick preset: minutes on a laptop CPU
+  ssmbench eval --model dlr                               # every atomic task, then a Table-1-style summary
+  ssmbench eval --model attention --task mips --length 512 -o train.steps=2000 -o model.d_model=64
+  ssmbench eval --model dlr --task shift --preset paper --device cuda
+  torchrun --nproc-per-node 2 --no-python ssmbench eval --model dlr --task cumsum
+  ssmbench eval --model mypkg.mixers:MyMixer --task cumsum
+  ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --split test
+  ssmbench eval --resume runs/RUN [-o train.steps=4000]
+
+\b
+Override keys (-o, repeatable): model.<key> (d_model, n_layers, d_state, ... and the mixer's own arguments),
+train.<key> (steps, lr, lr_ssm, weight_decay, batch_size, schedule, warmup_steps, eval_every, ...),
+eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed, workers), and task keys
+(L, num_shifts, ...). The run folder gets config.json, metrics.jsonl, metrics.json, checkpoints/, plots/."""
+
+
+@cli.command("eval", epilog=EVAL_EPILOG)
+@click.option("--model", "model", default="dlr", help="Registered name or module:Object (mixer or factory).")
+@click.option("--task", help="Task to train on [default: every atomic task in turn].")
+@click.option("--length", type=int, help="Sequence length L of an atomic task.")
+@click.option("--size", type=int, help="Image side of pathfinder.")
+@click.option("--preset", default="quick", help="Training preset: quick, paper, or a full row name "
+              "(`ssmbench ls presets`).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="TOML or JSON file of -o keys (applied after the preset).")
+@click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key (repeatable).")
+@click.option("--seed", type=int, default=0, help="Training seed (the data seed is -o data.seed).")
+@click.option("--device", default=None, help="auto, cpu, cuda or cuda:i [default: auto].")
+@click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
+              help="fp32 (the paper) or mixed precision; SSM mixers stay float32 [default: fp32].")
+@click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the model.")
+@click.option("--out", type=click.Path(file_okay=False), help="Run folder [default: runs/<task>-<model>-<time>].")
+@click.option("--runs-root", default="runs", type=click.Path(file_okay=False), help="Parent of default run folders.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="Continue an interrupted run.")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), help="Only score this checkpoint.")
+@click.option("--split", default="test", type=click.Choice(["val", "test"]), help="Split scored by --checkpoint.")
+@click.option("--logger", type=click.Choice(["tensorboard", "wandb"]), help="Also log to TensorBoard or W&B.")
+@click.option("--allow-noncausal", is_flag=True, help="Run a mixer declaring causal = False on a causal task "
+              "(results are marked non-compliant).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def eval_command(model: str, task: str | None, length: int | None, size: int | None, preset: str,
+                 config_file: str | None, overrides: tuple[str, ...], seed: int, device: str | None,
+                 precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
+                 resume_dir: str | None, checkpoint: str | None, split: str, logger: str | None,
+                 allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
+    """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
+    from ..config import parse_overrides
+    from ..harness import evaluation
+
+    keys: dict[str, Any] = parse_overrides(overrides)
+    if resume_dir:
+        hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_)) if v is not None}
+        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger)
+        _report([result], as_json)
+        return
+    if checkpoint:
+        from ..harness.scoring import score_checkpoint
+
+        result = score_checkpoint(checkpoint, split=split, task=task, length=length, size=size, out=out,
+                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet)
+        _report([result], as_json, splits=(split,))
+        return
+    common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
+                  precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
+                  allow_noncausal=allow_noncausal)
+    if task:
+        _report([evaluation.evaluate(model, task, preset, out=out, **common)], as_json)
+        return
+    if out:
+        raise click.UsageError("--out names one run folder; without --task every atomic task gets its own run "
+                               "under --runs-root")
+    results = []
+    for name in evaluation.ATOMIC:
+        results.append(evaluation.evaluate(model, name, preset, **common))
+        if not as_json:
+            _report(results[-1:], False)
+    from ..harness.compare import build_table, load_runs, render_text
+
+    table = build_table(load_runs([r.run_dir for r in results]))
+    _emit({"runs": [str(r.run_dir) for r in results], "table": table}, as_json, "\n" + render_text(table))
+
+
+def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:
+    for r in results:
+        m = r.metrics
+        head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in ("r2", "r2_batchavg", "mse", "accuracy",
+                                                                      "macro_f1", "macro_accuracy")
+                                    if isinstance(m[s].get(k), float)) for s in splits if s in m]
+        _emit({"run_dir": str(r.run_dir), **{s: m[s] for s in splits if s in m},
+               "time_per_step_s": m.get("time_per_step_s")}, as_json,
+              f"{r.run_dir}: " + "; ".join(head))
+
+
+@cli.command("compare", epilog="Examples:\n\n\b\n  ssmbench compare runs/*\n"
+                                "  ssmbench compare runs/* --markdown > table.md\n  ssmbench compare runs/* --json")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--markdown", is_flag=True, help="Print a Markdown table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def compare_command(runs: tuple[str, ...], markdown: bool, as_json: bool) -> None:
+    """A table across finished runs like the paper's Table 1 (tasks x models; exact and per-batch R²)."""
+    from ..harness.compare import build_table, load_runs, render_markdown, render_text
+
+    loaded = load_runs(runs)
+    if not loaded:
+        raise click.UsageError("none of the given folders holds a finished run (metrics.json)")
+    table = build_table(loaded)
+    if as_json:
+        click.echo(json.dumps(table, sort_keys=True, default=str))
+    else:
+        click.echo(render_markdown(table) if markdown else render_text(table))
+
+
+def list_presets_text(as_json: bool) -> str:
+    from ..harness.presets import list_presets
+
+    items = list_presets()
+    if as_json:
+        return json.dumps(items, sort_keys=True)
+    width = max(len(i["name"]) for i in items)
+    return "\n".join(f"{i['name']:<{width}}  {i['source']}" for i in items)
+

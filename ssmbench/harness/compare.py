@@ -1,0 +1,113 @@
+"""`ssmbench compare RUN...`: a results table across finished runs, laid out like the DLR paper's Table 1.
+
+Rows are tasks, columns are (model, layers, L) with the parameter count; each cell shows the exact test R² and the
+paper's per-batch-averaged validation R² (the number Table 1 prints). The last row gives the median time per
+training step relative to the 1-layer DLR run at the same L on the same device, when such runs are present.
+`compare` reads only `config.json` and `metrics.json` of each run.
+
+Example:
+    >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
+    ...          "cells": {"r2": 0.99, "r2_batchavg": 0.98}, "time_per_step_s": 0.02}]
+    >>> print(render_text(build_table(runs)))
+    task   dlr 1L L=512 (1.0K)
+    -----  -------------------
+    shift  0.990 / 0.980
+    time/step vs DLR-1L  1.00x
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+TASK_ORDER = ("shift", "cumsum", "cummax", "select_fixed", "solve_fixed", "reverse", "solve", "select", "sort",
+              "context_shift", "mips")  # the paper's Table 1 order
+
+
+def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """One summary per finished run folder; unfinished folders are skipped with a note in `skipped`."""
+    runs = []
+    for p in paths:
+        path = Path(p)
+        metrics_file, config_file = path / "metrics.json", path / "config.json"
+        if not config_file.exists():
+            raise ConfigError("RUN", f"{path} is not an ssmbench run folder (no config.json)")
+        if not metrics_file.exists():
+            continue
+        m = json.loads(metrics_file.read_text())
+        cfg = json.loads(config_file.read_text())
+        runs.append({
+            "run": str(path), "task": m["task"], "model": m["model"], "preset": m.get("preset"),
+            "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
+            "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
+            "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
+            "cells": {"r2": m["test"].get("r2"), "r2_batchavg": m["val"].get("r2_batchavg"),
+                      "val_r2": m["val"].get("r2")}})
+    return runs
+
+
+def _column(run: dict[str, Any]) -> tuple[str, Any, Any]:
+    return run["model"], run["layers"], run["L"]
+
+
+def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """{columns, rows, time_ratio}: the data behind every output format."""
+    columns: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
+                                              "params": r["params"], "cells": {}, "times": {}})
+        col["cells"][r["task"]] = r["cells"]
+        if r.get("time_per_step_s"):
+            col["times"][(r["task"], r["device"])] = r["time_per_step_s"]
+    tasks = [t for t in TASK_ORDER if any(t in c["cells"] for c in columns.values())]
+    tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
+    for (model, layers, L), col in columns.items():
+        base = columns.get(("dlr", 1, L))
+        ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
+        col["time_ratio"] = statistics.median(ratios) if ratios else None
+    return {"tasks": tasks, "columns": list(columns.values())}
+
+
+def _title(col: dict[str, Any]) -> str:
+    params = col["params"]
+    size = f"{params / 1e6:.1f}M" if params and params >= 1e6 else f"{params / 1e3:.1f}K" if params else "?"
+    return f"{col['model']} {col['layers']}L L={col['L']} ({size})"
+
+
+def _cell(c: dict[str, Any] | None) -> str:
+    if not c:
+        return "-"
+    f = lambda v: "nan" if v is None or v != v else f"{v:.3f}"  # noqa: E731
+    return f"{f(c.get('r2'))} / {f(c.get('r2_batchavg'))}"
+
+
+def _rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    header = ["task"] + [_title(c) for c in table["columns"]]
+    rows = [[t] + [_cell(c["cells"].get(t)) for c in table["columns"]] for t in table["tasks"]]
+    times = ["time/step vs DLR-1L"] + [f"{c['time_ratio']:.2f}x" if c["time_ratio"] else "-"
+                                       for c in table["columns"]]
+    return header, rows, times
+
+
+def render_text(table: dict[str, Any]) -> str:
+    header, rows, times = _rows(table)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    out = [line(header), line(["-" * w for w in widths]), *map(line, rows)]
+    out.append("  ".join(times))
+    return "\n".join(out)
+
+
+def render_markdown(table: dict[str, Any]) -> str:
+    header, rows, times = _rows(table)
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in [*rows, times]]
+    out.append("")
+    out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric).")
+    return "\n".join(out)
+

@@ -1,0 +1,251 @@
+"""`ssmbench.evaluate`: resolve a run config, train and score a model in a run folder, return its metrics.
+
+Config resolution: the task's config at `--length` / `--size` -> training preset (`quick` or `paper`) ->
+`--config FILE` -> `-o key=value` -> explicit hardware options. The resolved `RunConfig` is written to
+`RUN/config.json` before the first step; `evaluate(config=RunConfig.from_json(...))` repeats the run exactly.
+
+Example (a tiny CPU run; `quiet` silences the progress bar):
+    >>> import tempfile
+    >>> r = evaluate("dlr", "cumsum", overrides={"L": 32, "train.steps": 4, "train.eval_every": 2,
+    ...              "model.d_model": 8, "model.d_state": 32, "eval.val_samples": 8, "eval.test_samples": 8,
+    ...              "data.workers": 0}, out=tempfile.mkdtemp() + "/run", quiet=True)
+    >>> sorted(r.metrics["test"])[:3], (r.run_dir / "metrics.json").exists()
+    (['mse', 'n', 'n_batches_batchavg'], True)
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import ConfigError
+from .presets import ATOMIC, resolve_preset
+from .run_config import RunConfig, task_config_object
+from .run_folder import RunFolder, default_run_dir
+
+RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "hardware.device", "hardware.compile")
+
+
+@dataclass
+class EvalResult:
+    run_dir: Path
+    config: RunConfig
+    metrics: dict[str, Any]
+
+
+def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: int | None = None,
+                       size: int | None = None, config_file: str | Path | None = None,
+                       overrides: Mapping[str, Any] | None = None, seed: int = 0,
+                       allow_noncausal: bool = False) -> RunConfig:
+    """Preset -> config file -> overrides, validated; `${T}` in a preset becomes the task's input length."""
+    from ..config import load_config_file
+    from ..data.task_config import resolve_config
+    from ..registry import get_task
+
+    get_task(task)  # unknown task: did-you-mean, before anything else
+    p = resolve_preset(preset, task, model, length=length, size=size)
+    keys: dict[str, Any] = dict(p.keys)
+    if config_file:
+        keys.update(load_config_file(config_file))
+    keys.update(overrides or {})
+    task_keys = {k.removeprefix("task."): v for k, v in keys.items() if k.startswith("task.") or "." not in k}
+    other = {k: v for k, v in keys.items() if not (k.startswith("task.") or "." not in k)}
+    if length is not None:
+        task_keys["L"] = length
+    if size is not None:
+        task_keys["size"] = size
+    L, S = task_keys.pop("L", None), task_keys.pop("size", None)
+    t = get_task(task)
+    kwargs = {"length": int(L) if L is not None else None} if t.preset_option == "length" else \
+        {"size": int(S) if S is not None else None} if t.preset_option == "size" else {}
+    _, task_config, _ = resolve_config(task, overrides=[f"{k}={v}" for k, v in task_keys.items()], **kwargs)
+    cfg = RunConfig(task=task, task_config=_plain(task_config.to_dict()), model=model, seed=seed, preset=p.name,
+                    allow_noncausal=allow_noncausal)
+    T = t.spec(task_config).seq_len
+    cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in other.items()})
+    _check(cfg)
+    return cfg
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, tuple | list):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    return obj
+
+
+def _check(cfg: RunConfig) -> None:
+    t, e = cfg.train, cfg.eval
+    for name, value, low in (("train.steps", t.steps, 1), ("train.batch_size", t.batch_size, 1),
+                             ("train.eval_every", t.eval_every, 1), ("eval.batch_size", e.batch_size, 1),
+                             ("eval.metric_batch_size", e.metric_batch_size, 1), ("eval.val_samples", e.val_samples, 1),
+                             ("eval.test_samples", e.test_samples, 0), ("data.workers", cfg.data.workers, 0)):
+        if value < low:
+            raise ConfigError(name, f"must be >= {low}, got {value}")
+    if t.lr <= 0:
+        raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
+
+
+def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick", *, length: int | None = None,
+             size: int | None = None, config_file: str | Path | None = None,
+             overrides: Mapping[str, Any] | None = None, seed: int = 0, device: str | None = None,
+             precision: str | None = None, compile: bool | None = None, out: str | Path | None = None,
+             runs_root: str | Path = "runs", quiet: bool = False, logger: str | None = None,
+             allow_noncausal: bool = False, config: RunConfig | None = None) -> EvalResult:
+    """Train `model` on `task` with a preset and score it; the run folder is `out` or runs/<task>-<model>-<time>.
+
+    `config` (a RunConfig, e.g. from a run's config.json) replaces every resolution argument.
+    """
+    if task is None and config is None:
+        raise ConfigError("--task", "evaluate() needs a task; `ssmbench eval` without --task runs every atomic "
+                                    f"task in turn ({', '.join(ATOMIC)})")
+    hardware = {f"hardware.{k}": v for k, v in (("device", device), ("precision", precision),
+                                                 ("compile", compile)) if v is not None}
+    if config is None:
+        config = resolve_run_config(model, task, preset, length=length, size=size,  # type: ignore[arg-type]
+                                    config_file=config_file, overrides={**(overrides or {}), **hardware},
+                                    seed=seed, allow_noncausal=allow_noncausal)
+    elif hardware:
+        config = config.with_overrides(hardware)
+    return _run(config, out, runs_root, resume=False, quiet=quiet, logger=logger)
+
+
+def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quiet: bool = False,
+           logger: str | None = None) -> EvalResult:
+    """Continue an interrupted run from `RUN/checkpoints/last.pt` (or extend a finished one with train.steps)."""
+    run = RunFolder(run_dir)
+    if not run.config_path.exists():
+        raise ConfigError("--resume", f"{run.path} is not an ssmbench run folder (no config.json)",
+                          "pass the folder that `ssmbench eval` printed")
+    bad = [k for k in (overrides or {}) if k not in RESUMABLE_KEYS]
+    if bad:
+        raise ConfigError(bad[0], "cannot change on --resume (the run would no longer be reproducible)",
+                          f"only {', '.join(RESUMABLE_KEYS)} may change; start a new run otherwise")
+    try:
+        config = RunConfig.from_json(run.read_config())
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ConfigError("--resume", f"{run.config_path} is not an ssmbench run config ({exc})") from None
+    old_steps = config.train.steps
+    config = config.with_overrides(dict(overrides or {}))
+    if not run.last.exists():
+        raise ConfigError("--resume", f"{run.path} has no checkpoints/last.pt to resume from",
+                          "start it again with `ssmbench eval` (no step was saved)")
+    if run.finished and config.train.steps <= old_steps:
+        raise ConfigError("--resume", f"{run.path} has already finished ({old_steps} steps)",
+                          "pass -o train.steps=N with a larger N to extend it, or start a new run")
+    if run.finished:
+        run.metrics_path.replace(run.path / "metrics.previous.json")
+    return _run(config, run.path, None, resume=True, quiet=quiet, logger=logger)
+
+
+def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool, quiet: bool,
+         logger: str | None) -> EvalResult:
+    from . import distributed as D
+    from .loggers import make_logger
+    from .plots import learning_curves
+    from .trainer import train
+
+    env = D.init_distributed(config.hardware.device)
+    path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
+    run = RunFolder(path)
+    if not resume:
+        if run.config_path.exists():
+            raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
+                                                                      f"`ssmbench eval --resume {path}`")
+        if env.is_main:
+            run.create()
+            run.write_config(config.to_json())
+        D.barrier()
+    if env.is_main:
+        run.write_config(config.to_json())
+    facts = model_facts(config, env)
+    ext = make_logger(logger, run.path, config) if env.is_main else None
+    start = time.time()
+    try:
+        metrics = train(config, run, resume=resume, quiet=quiet, logger=ext)
+    finally:
+        if ext is not None:
+            ext.close()
+    metrics.update(facts, wall_time_s=time.time() - start)
+    if env.is_main:
+        learning_curves(run.read_log(), run.plots / "learning_curves.png", title=f"{config.task} / {config.model}")
+        run.write_metrics(metrics)
+    D.barrier()
+    return EvalResult(run.path, config, metrics)
+
+
+def model_facts(config: RunConfig, env: Any) -> dict[str, Any]:
+    """Everything metrics.json records besides the scores; refuses a mixer that claims causality and leaks."""
+    import numpy as np
+    import torch
+
+    from ..config import config_sha256
+    from ..registry import get_task
+    from .models import build_model, causality_checks
+
+    task = get_task(config.task)
+    spec = task.spec(task_config_object(config.task, config.task_config))
+    torch.manual_seed(config.seed)
+    model = build_model(config.model, spec, dict(config.model_overrides), allow_noncausal=config.allow_noncausal)
+    model.to(env.device)
+    n_params = sum(p.numel() for p in model.parameters())
+    mixers = getattr(model, "mixers", [])
+    state = sum(m.state_size(spec.seq_len) for m in mixers if hasattr(m, "state_size")) if mixers else None
+    causality = _causality(model, spec, config, causality_checks, env.device)
+    if causality.get("passed") is False and not config.allow_noncausal:
+        raise ConfigError("--model", f"{config.model!r} declares causal = True but fails the causality check: "
+                          f"{causality['summary']}", "fix the mixer, or declare causal = False")
+    return {
+        "task": config.task, "task_version": task.version, "model": config.model, "preset": config.preset,
+        "task_config_sha256": config_sha256(dict(config.task_config)), "config_sha256": config.digest(),
+        "seeds": {"train": config.seed, "data": config.data.seed},
+        "ssmbench_version": __version__, "git_revision": git_revision(),
+        "environment": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
+                        "platform": platform.platform(), "cpu_threads": torch.get_num_threads(),
+                        "cuda_device": torch.cuda.get_device_name(env.device) if env.device.type == "cuda" else None},
+        "device": str(env.device.type), "world_size": env.world_size, "precision": config.hardware.precision,
+        "parameters": n_params, "state_size": state, "layers": config.model_overrides.get("n_layers"),
+        "seq_len": spec.seq_len, "batch_size": config.train.batch_size, "causality": causality}
+
+
+def _causality(model: Any, spec: Any, config: RunConfig, checks: Any, device: Any) -> dict[str, Any]:
+    """The perturbation check of the built model on two validation samples (causal tasks only)."""
+    if not spec.causal:
+        return {"applicable": False}
+    from .batches import EvalSet
+
+    sample = EvalSet.build(config.task, config.task_config, config.data.seed, "val", 2)
+    alt = EvalSet.build(config.task, config.task_config, config.data.seed, "test", 2)
+    reports = checks(model, sample.inputs.to(device), x_alt=alt.inputs.to(device), l_output=spec.l_output)
+    return {"applicable": True, "passed": all(r.passed for r in reports.values()),
+            "summary": "; ".join(str(r) for r in reports.values()),
+            **{k: r.to_json() for k, r in reports.items()}}
+
+
+def git_revision() -> str | None:
+    """The checkout's commit when ssmbench runs from a git working tree (editable installs), else None."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rev = out.stdout.strip()
+    if out.returncode or not rev:
+        return None
+    dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    return rev + ("-dirty" if dirty else "")
+
+
+def run_all_atomic(model: str, preset: str = "quick", **kwargs: Any) -> list[EvalResult]:
+    """Every atomic task in turn (the paper's Table 1 column of one model)."""
+    return [evaluate(model, task, preset, **kwargs) for task in ATOMIC]
+
