@@ -27,6 +27,30 @@ import torch
 MODEL_FIELDS = ("inputs", "targets")
 
 
+def prefer_fork_safe_numba() -> None:
+    """Pick Numba's fork-safe `workqueue` threading layer if no parallel kernel has run in this process yet.
+
+    The generators are `parallel=True` kernels. With the (default) GNU OpenMP layer active, a forked batch worker
+    aborts, so the workers would have to be started by a fork server, which re-imports the user's script (and fails
+    on scripts without an `if __name__ == "__main__":` guard). Call this before generating anything.
+    """
+    import numba
+
+    try:
+        numba.threading_layer()
+    except ValueError:  # not initialised yet
+        numba.config.THREADING_LAYER = "workqueue"
+
+
+def _worker_start_method() -> str:
+    import numba
+
+    try:
+        return "forkserver" if numba.threading_layer() == "omp" else "fork"
+    except ValueError:
+        return "fork"
+
+
 class _StepDataset:
     """Map-style dataset: item `step` is this rank's share of the global batch of that step."""
 
@@ -59,7 +83,7 @@ class TrainFeed:
         self.loader = torch.utils.data.DataLoader(
             dataset, batch_size=None, sampler=range(start_step, stop_step), num_workers=workers,
             prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory,
-            persistent_workers=False, multiprocessing_context="forkserver" if workers > 0 else None)
+            persistent_workers=False, multiprocessing_context=_worker_start_method() if workers > 0 else None)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         return zip(range(self.start, self.stop), self.loader, strict=True)

@@ -50,7 +50,7 @@ def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: 
 
     get_task(task)  # unknown task: did-you-mean, before anything else
     p = resolve_preset(preset, task, model, length=length, size=size)
-    keys: dict[str, Any] = dict(p.keys)
+    keys: dict[str, Any] = _for_model(model, p.keys)
     if config_file:
         keys.update(load_config_file(config_file))
     keys.update(overrides or {})
@@ -71,6 +71,20 @@ def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: 
     cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in other.items()})
     _check(cfg)
     return cfg
+
+
+def _for_model(model: str, keys: Mapping[str, Any]) -> dict[str, Any]:
+    """A preset's keys minus the `model.*` keys a user's factory does not take (it builds its own backbone)."""
+    import inspect
+
+    from .models import is_mixer
+    from .models import resolve as resolve_model
+
+    obj, _ = resolve_model(model)
+    if is_mixer(obj):
+        return dict(keys)
+    accepted = set(list(inspect.signature(obj).parameters)[1:])
+    return {k: v for k, v in keys.items() if not k.startswith("model.") or k.removeprefix("model.") in accepted}
 
 
 def _plain(obj: Any) -> Any:
@@ -148,10 +162,12 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
 def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool, quiet: bool,
          logger: str | None) -> EvalResult:
     from . import distributed as D
+    from .batches import prefer_fork_safe_numba
     from .loggers import make_logger
     from .plots import learning_curves
     from .trainer import train
 
+    prefer_fork_safe_numba()
     env = D.init_distributed(config.hardware.device)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
@@ -198,6 +214,7 @@ def model_facts(config: RunConfig, env: Any) -> dict[str, Any]:
     n_params = sum(p.numel() for p in model.parameters())
     mixers = getattr(model, "mixers", [])
     state = sum(m.state_size(spec.seq_len) for m in mixers if hasattr(m, "state_size")) if mixers else None
+    _probe(model, config, env.device)
     causality = _causality(model, spec, config, causality_checks, env.device)
     if causality.get("passed") is False and not config.allow_noncausal:
         raise ConfigError("--model", f"{config.model!r} declares causal = True but fails the causality check: "
@@ -213,6 +230,24 @@ def model_facts(config: RunConfig, env: Any) -> dict[str, Any]:
         "device": str(env.device.type), "world_size": env.world_size, "precision": config.hardware.precision,
         "parameters": n_params, "state_size": state, "layers": config.model_overrides.get("n_layers"),
         "seq_len": spec.seq_len, "batch_size": config.train.batch_size, "causality": causality}
+
+
+def _probe(model: Any, config: RunConfig, device: Any) -> None:
+    """One forward on two validation samples: a model with the wrong output shape or dtype is a usage error."""
+    import torch
+
+    from ..errors import SsmbenchError
+    from .batches import EvalSet
+
+    sample = EvalSet.build(config.task, config.task_config, config.data.seed, "val", 2)
+    try:
+        with torch.no_grad():
+            model(sample.inputs.to(device))
+    except ConfigError:
+        raise
+    except SsmbenchError as exc:
+        raise ConfigError("--model", exc.message, "a model maps (B, T, ...) to (B, l_output, d_output) floats; "
+                                                  "see `ssmbench describe TASK` for the shapes") from None
 
 
 def _causality(model: Any, spec: Any, config: RunConfig, checks: Any, device: Any) -> dict[str, Any]:

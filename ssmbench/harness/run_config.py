@@ -128,7 +128,10 @@ class RunConfig:
             if not dot or head == "task":
                 task_keys[rest if dot else key] = value
             elif head == "model":
-                model[rest] = value
+                if value is None:  # a Python caller removes a preset's model key (e.g. for its own plug-in)
+                    model.pop(rest, None)
+                else:
+                    model[rest] = value
             elif head in SECTIONS:
                 sections[head][rest] = value
             else:
