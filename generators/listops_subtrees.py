@@ -28,7 +28,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -73,17 +73,18 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     default_split: ClassVar[Mapping[str, float]] = {"train": 0.96, "val": 0.02, "test": 0.02}
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     deduplicate: ClassVar[bool] = True
-    label_all: ClassVar[bool] = True
+    dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
+    _label_all: ClassVar[bool] = True
     """Label every `]` (the one difference from `listops`, which labels only the root)."""
 
     def spec(self, config: ListOpsSubtreesConfig) -> Spec:
-        return _lo.build_spec(config, self.label_all)
+        return _lo.build_spec(config, self._label_all)
 
     def generate(self, config: ListOpsSubtreesConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        return _lo.sample_batch(config, keys, self.label_all)[0]
+        return _lo.sample_batch(config, keys, self._label_all)[0]
 
     def oracle(self, config: ListOpsSubtreesConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return _lo.evaluate_tokens(config, sample["inputs"], self.label_all)
+        return _lo.evaluate_tokens(config, sample["inputs"], self._label_all)
 
     def statistics(self, config: ListOpsSubtreesConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return _lo.statistics(config, block)
@@ -93,3 +94,9 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
 
     def dedup_hashes(self, config: ListOpsSubtreesConfig, block: Mapping[str, np.ndarray]) -> np.ndarray:
         return _dedup.dedup_hashes(block["inputs"], block["lengths"])
+
+    def select_survivors(self, config: ListOpsSubtreesConfig, hashes: np.ndarray, needed: int) -> np.ndarray:
+        return _dedup.select_survivors(hashes, needed)
+
+    def dedup_report(self, config: ListOpsSubtreesConfig, hashes: np.ndarray, split_sizes: Mapping[str, int]) -> dict[str, Any]:
+        return _dedup.dedup_report(hashes, split_sizes)

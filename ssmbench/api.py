@@ -16,7 +16,8 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_c
 
 import numpy as np
 
-__all__ = ["TaskConfig", "Field", "Spec", "Task", "Mixer", "ModelFactory", "Evaluator", "MetricState"]
+__all__ = ["TaskConfig", "Field", "Spec", "Task", "Mixer", "ModelFactory", "Evaluator", "MetricState",
+           "declared_hooks", "undeclared_names"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,109 @@ class Task(abc.ABC, Generic[C]):
     def fixed_arrays(self, config: C) -> dict[str, np.ndarray]:
         """Objects shared by every sample (fixed variants), stored in a `fixed/` group; empty by default."""
         return {}
+
+    # ------------------------------------------------------------------------------------------ optional hooks
+    # Everything below has a default, so a task overrides only what it needs. The core calls these directly;
+    # `undeclared_names` (checked when the registry loads a task) rejects any other public name on a task class,
+    # so a misspelt hook (`statistcs`) is an error instead of being silently ignored.
+
+    samples_per_shard: ClassVar[int | None] = None
+    """Shard size used when the user passes no --samples-per-shard; None: chosen from the sample size."""
+    hf_task_category: ClassVar[str] = "other"
+    """The Hugging Face `task_categories` value in the data card's front matter."""
+    card_preview: ClassVar[bool] = False
+    """Render `preview.png` (a few samples) into the dataset folder and its data card at finalize."""
+    deduplicate: ClassVar[bool] = False
+    """Build from a candidate stream with duplicates dropped (`dedup_hashes`, `select_survivors`, `dedup_report`).
+
+    Candidates are drawn on the split "candidates" and written under `.build/`; survivors are assigned in candidate
+    order to train, val and test, and the task's Spec must have an int64 `candidate_index` field.
+    """
+    dedup_fields: ClassVar[tuple[str, ...]] = ()
+    """The fields `dedup_hashes` reads from candidate shards; empty: every stored field."""
+
+    def statistics(self, config: C, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Per-split statistics of a block of rows, as arrays that add up across blocks (counts, histograms).
+
+        The core sums them over every shard of a split into manifest.json's `statistics`; none by default.
+        """
+        return {}
+
+    def statistics_markdown(self, config: C, stats: Mapping[str, Mapping[str, Any]]) -> str:
+        """Markdown for the data card's statistics section, from manifest.json's `statistics`.
+
+        The default "" makes the card show a generic table of the stored statistics.
+        """
+        return ""
+
+    def dedup_hashes(self, config: C, block: Mapping[str, np.ndarray]) -> np.ndarray:
+        """(n, k) uint64 hashes of candidate rows; rows with equal hashes are duplicates (`deduplicate` only).
+
+        The default hashes every field's bytes (blake2b-128), so only exact repeats are duplicates:
+
+        >>> class Tiny(Task):
+        ...     pass
+        >>> block = {"x": np.array([[1, 2], [3, 4], [1, 2]], dtype=np.uint8)}
+        >>> h = Tiny.dedup_hashes(None, None, block)
+        >>> h.shape, bool((h[0] == h[2]).all()), bool((h[0] == h[1]).all())
+        ((3, 2), True, False)
+        >>> Tiny.select_survivors(None, None, h, needed=5).tolist()
+        [0, 1]
+        """
+        import hashlib
+
+        names = sorted(block)
+        n = len(block[names[0]]) if names else 0
+        out = np.empty((n, 2), dtype=np.uint64)
+        for i in range(n):
+            h = hashlib.blake2b(digest_size=16)
+            for name in names:
+                h.update(np.ascontiguousarray(block[name][i]).tobytes())
+            out[i] = np.frombuffer(h.digest(), dtype="<u8")
+        return out
+
+    def select_survivors(self, config: C, hashes: np.ndarray, needed: int) -> np.ndarray:
+        """Ascending indices of the first `needed` surviving candidates (fewer if the candidates run out).
+
+        The default keeps the first candidate of every group of equal hash rows.
+        """
+        hashes = np.asarray(hashes)
+        if hashes.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        _, first = np.unique(hashes, axis=0, return_index=True)
+        return np.sort(first)[:needed].astype(np.int64)
+
+    def dedup_report(self, config: C, hashes: np.ndarray, split_sizes: Mapping[str, int]) -> dict[str, Any]:
+        """Counts for manifest.json's `deduplication` entry (JSON primitives)."""
+        needed = int(sum(split_sizes.values()))
+        kept = self.select_survivors(config, hashes, needed)
+        used = int(kept[-1]) + 1 if kept.size else 0
+        return {"candidates_used": used, "survivors": int(kept.size), "needed": needed,
+                "dropped_duplicates": used - int(kept.size)}
+
+
+def declared_hooks() -> frozenset[str]:
+    """Every public name `Task` declares: what the core may read from a task class."""
+    import inspect
+
+    names = {name for klass in Task.__mro__ if klass is not object
+             for name in (*vars(klass), *inspect.get_annotations(klass))}
+    return frozenset(name for name in names if not name.startswith("_"))
+
+
+def undeclared_names(cls: type) -> list[str]:
+    """Public names a Task subclass defines that `Task` does not declare (a misspelt hook, a stray helper).
+
+    >>> class Typo(Task):
+    ...     def statistcs(self, config, block):
+    ...         return {}
+    >>> undeclared_names(Typo)
+    ['statistcs']
+    """
+    hooks = declared_hooks()
+    names = {name for klass in cls.__mro__ if isinstance(klass, type) and issubclass(klass, Task)
+             and klass is not Task for name in vars(klass) if not name.startswith("_")}
+    return sorted(names - hooks)
 
 
 @runtime_checkable

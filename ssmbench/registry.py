@@ -9,7 +9,7 @@ imports a target on first use. A third-party name that clashes with a built-in i
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
@@ -33,8 +33,10 @@ def import_string(target: str) -> object:
 class Registry(Generic[T]):
     """Names -> lazily imported plug-ins of one kind ("task", "model", "evaluator")."""
 
-    def __init__(self, kind: str, builtin_table: str, group: str, alias: dict[str, str] | None = None) -> None:
+    def __init__(self, kind: str, builtin_table: str, group: str, alias: dict[str, str] | None = None,
+                 check: Callable[[str, T], None] | None = None) -> None:
         self.kind = kind
+        self._check = check  # (name, loaded object) -> None, raises on a malformed plug-in
         self._builtin_table = builtin_table  # "ssmbench.generators:BUILTIN"
         self._group = group
         self._alias = dict(alias or {})
@@ -78,15 +80,43 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The plug-in object for a registered name or a literal "module:attr" string."""
         if ":" in name and name not in self._load_table():
-            return import_string(name)  # type: ignore[return-value]
+            obj = import_string(name)
+            if self._check is not None:
+                self._check(name, obj)  # type: ignore[arg-type]
+            return obj  # type: ignore[return-value]
         key = self.canonical(name)
         if key not in self._cache:
-            self._cache[key] = import_string(self._load_table()[key][0])  # type: ignore[assignment]
+            obj = import_string(self._load_table()[key][0])
+            if self._check is not None:
+                self._check(key, obj)  # type: ignore[arg-type]
+            self._cache[key] = obj  # type: ignore[assignment]
         return self._cache[key]
 
 
+def check_task_class(name: str, cls: object) -> None:
+    """Refuse a task plug-in that is not a `Task` subclass or defines a public name `Task` does not declare.
+
+    Every hook the core reads is declared on `ssmbench.api.Task` with a default, so a misspelt hook
+    (`statistcs`) would otherwise be ignored without a word; helpers belong in functions or `_private` names.
+    """
+    import difflib
+
+    from .api import Task, declared_hooks, undeclared_names
+
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise SsmbenchError(f"task {name!r} is {cls!r}, not a subclass of ssmbench.api.Task")
+    extra = undeclared_names(cls)
+    if extra:
+        close = difflib.get_close_matches(extra[0], sorted(declared_hooks()), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise SsmbenchError(f"task {name!r} ({cls.__module__}.{cls.__qualname__}) defines {extra[0]!r}, which is "
+                            f"not a hook of ssmbench.api.Task", f"{hint}rename it to a declared hook, or make it "
+                            f"private with a leading underscore")
+
+
 tasks: Registry = Registry("task", "ssmbench.generators:BUILTIN", "ssmbench.tasks",
-                           alias={"masked_select": "select", "masked_select_fixed": "select_fixed"})
+                           alias={"masked_select": "select", "masked_select_fixed": "select_fixed"},
+                           check=check_task_class)
 models: Registry = Registry("model", "ssmbench.reference_models:BUILTIN", "ssmbench.models")
 evaluators: Registry = Registry("evaluator", "ssmbench.evaluators:BUILTIN", "ssmbench.evaluators")
 

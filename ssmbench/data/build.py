@@ -139,7 +139,7 @@ def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None
             rows["candidate_index"] = np.arange(lo, hi, dtype=np.int64)
         return rows
 
-    stats_fn = (lambda block: task.statistics(config, block)) if hasattr(task, "statistics") else None
+    stats_fn = (lambda block: task.statistics(config, block))
     target = Path(root) / ".build" if shard.split == "candidates" else Path(root)
     return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
                        _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
@@ -167,7 +167,7 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
     task = get_task(task_name)
     sizes = split_sizes(n if n is not None else task.default_n, split or task.default_split)
     spec = task.spec(config)
-    spp = samples_per_shard or getattr(task, "samples_per_shard", None) or auto_samples_per_shard(spec, sizes["train"])
+    spp = samples_per_shard or task.samples_per_shard or auto_samples_per_shard(spec, sizes["train"])
     if spp < 1:
         from ..errors import ConfigError
 
@@ -224,7 +224,7 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
     task_obj = get_task(task)
     extras: dict[str, Any] = {}
     survivors: dict[str, np.ndarray] | None = None
-    if getattr(task_obj, "deduplicate", False):
+    if task_obj.deduplicate:
         from .dedup import build_root, candidate_margin, candidate_shards, survivors_by_split
 
         if num_shards is not None:  # job array: only this job's slice of the initial candidate stream

@@ -76,12 +76,9 @@ def render_card(manifest: dict[str, Any]) -> str:
     field_lines = "\n".join(
         f"| `{k}` | {f['dtype']} | ({', '.join(map(str, f['shape']))}) | {f['description']} |"
         for k, f in manifest["spec"]["fields"].items())
-    stats = ""
-    if hasattr(task, "statistics_markdown"):
-        from ..config import config_from_dict
+    from ..config import config_from_dict
 
-        stats = task.statistics_markdown(config_from_dict(task.Config, manifest["config"]),
-                                         manifest.get("statistics", {}))
+    stats = task.statistics_markdown(config_from_dict(task.Config, manifest["config"]), manifest.get("statistics", {}))
     stats = stats or _generic_statistics(manifest) or "No per-split statistics are recorded for this task."
     preview = "![samples](preview.png)\n" if any(f["path"] == "preview.png" for f in manifest.get("files", [])) else ""
     values = {
@@ -101,7 +98,7 @@ def render_card(manifest: dict[str, Any]) -> str:
         "tags: [synthetic, long-range, benchmark, state-space-models, hdf5, ssmbench]",
         "annotations_creators: [machine-generated]", "source_datasets: [original]",
         f"size_categories: [{size_category(n_total)}]",
-        f"task_categories: [{getattr(task, 'hf_task_category', 'other')}]",
+        f"task_categories: [{task.hf_task_category}]",
         "configs:", f"  - config_name: {manifest['name']}", "    data_files:",
         *[f'      - {{split: {HF_SPLIT[s]}, path: "{s}/*.h5"}}' for s in SPLIT_ORDER
           if manifest["splits"][s]["num_samples"]],

@@ -2,11 +2,12 @@
 
 1. Candidate c is a pure function of (task, version, config, root seed, c), drawn on split "candidates" and written
    to candidate shards under `.build/candidates/` (in parallel, resumable, job-array friendly like any shard).
-2. Finalize reads the task's 128-bit expression and template hashes of every candidate, keeps the lowest candidate
-   index of every duplicate group (`task.select_survivors`), extends the candidate stream deterministically if too
-   few survive, and assigns survivors in candidate order to train, then val, then test.
+2. Finalize hashes every candidate with the task's `dedup_hashes` and picks survivors with its `select_survivors`
+   (the rules are the task's: ListOps keeps the lowest candidate index of every group sharing an expression or an
+   operator template), extends the candidate stream deterministically if too few survive, and assigns survivors in
+   candidate order to train, then val, then test; the task's `dedup_report` goes into the manifest.
 3. Final shards are written by copying surviving rows (I/O only); `candidate_index` records their origin.
-Survivors depend only on candidate keys, so the dataset is the same for any parallelism (data-and-io.md 7.3).
+Survivors depend only on candidate keys, so the dataset is the same for any parallelism or job-array split.
 """
 
 from __future__ import annotations
@@ -35,41 +36,42 @@ def build_root(path: Path) -> Path:
     return path / ".build"
 
 
-def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str]) -> dict[str, np.ndarray]:
+def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str] | None) -> dict[str, np.ndarray]:
+    """The named fields (None: every stored field) of the given candidate shards, concatenated."""
     import h5py
 
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in fields}
+    parts: dict[str, list[np.ndarray]] = {}
     for shard in shards:
         with h5py.File(build_root(path) / shard.relpath, "r", locking=False) as h5:
-            for k in fields:
+            names = fields if fields is not None else [k for k in h5 if isinstance(h5[k], h5py.Dataset)]
+            for k in names:
+                parts.setdefault(k, [])
                 parts[k].append(h5[k][...])
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
 def hashes_of(task: Any, config: Any, path: Path, shards: list[ShardSpec]) -> np.ndarray:
-    """(n_candidates, 4) uint64 hashes, computed shard by shard (bounded memory)."""
+    """(n_candidates, k) uint64 hashes from the task's `dedup_hashes`, computed shard by shard (bounded memory)."""
     out = []
     for shard in shards:
-        block = read_candidates(path, [shard], ["inputs", "lengths"])
+        block = read_candidates(path, [shard], list(task.dedup_fields) or None)
         out.append(task.dedup_hashes(config, block))
     return np.concatenate(out) if out else np.zeros((0, 4), np.uint64)
 
 
 def survivors_by_split(task: Any, config: Any, path: Path, plan: Any, run_candidates: Any) -> tuple[dict, dict]:
     """Survivor candidate indices per split, generating more candidates if too few survive; and the report."""
-    from ssmbench.generators import _listops_dedup as rules  # the task family's de-duplication rule
-
     total = sum(plan.sizes.values())
     count = total + candidate_margin(total)
     while True:
         shards = candidate_shards(count, plan.samples_per_shard)
         run_candidates([s for s in shards if shard_done(build_root(path), s) is None])
         hashes = hashes_of(task, config, path, shards)
-        kept = rules.select_survivors(hashes, total)
+        kept = task.select_survivors(config, hashes, total)
         if kept.size >= total:
             break
         count += candidate_margin(total)
-    report = rules.dedup_report(hashes, {s: plan.sizes[s] for s in SPLIT_ORDER})
+    report = task.dedup_report(config, hashes, {s: plan.sizes[s] for s in SPLIT_ORDER})
     bounds = np.cumsum([0] + [plan.sizes[s] for s in SPLIT_ORDER])
     by_split = {s: kept[bounds[i]:bounds[i + 1]] for i, s in enumerate(SPLIT_ORDER)}
     report["candidates_generated"] = int(count)

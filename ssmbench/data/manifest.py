@@ -91,7 +91,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
         "build_identity": plan.identity(),
         "created_utc": created_utc(),
     }
-    if getattr(task, "card_preview", False):
+    if task.card_preview:
         from .preview import render_preview
 
         atomic_write_json(root / "manifest.json", manifest)  # the preview reads the shards through it

@@ -159,7 +159,7 @@ def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: i
     from ..seeding import keys_for
 
     task = get_task(manifest["task"])
-    if getattr(task, "deduplicate", False):
+    if task.deduplicate:
         return  # rows come from a de-duplicated candidate stream; content hashes cover them instead
     config = config_from_dict(task.Config, manifest["config"])
     rng = np.random.default_rng(seed)
