@@ -7,8 +7,10 @@ REFERENCE holds the reference generator's fractions (tasks.md 5.6), which includ
 >>> from ssmbench.generators.pathfinder import PRESETS
 >>> md = statistics_markdown(PRESETS["128"], {"val": {"class_pixels": [9000, 700, 300], "connected": [4, 6],
 ...                                                   "n_distractors": [0] * 16 + [10], "margin": [5, 5],
-...                                                   "pair_attempts": [4000]}})
+...                                                   "pair_attempts": [4000]}}, preset="128")
 >>> "| val | 10 | 90.000 % | 7.000 % | 3.000 % | 60.0 % | 400.0 | 16.00 |" in md
+True
+>>> "Frozen golden fractions for preset 128" in md
 True
 """
 
@@ -35,18 +37,15 @@ REFERENCE: dict[str, tuple[float, float, float]] = {
 """The reference generator's class fractions (with its Lanczos halo ring labelled as path), tasks.md 5.6."""
 
 
-def preset_name(config: Any) -> str | None:
-    from .pathfinder import PRESETS
-
-    return next((name for name, preset in PRESETS.items() if preset == config), None)
-
-
 def _pct(x: float) -> str:
     return f"{100.0 * x:.3f} %"
 
 
-def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, Any]]) -> str:
-    """Markdown table of the per-split statistics stored in manifest.json."""
+def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, Any]], preset: str | None = None) -> str:
+    """Markdown table of the per-split statistics stored in manifest.json.
+
+    `preset` names the preset `config` equals, if any: its frozen golden fractions are then compared too.
+    """
     lines = ["| split | images | class 0 | class 1 | class 2 | connected | mean main-pair attempts | "
              "mean distractors |", "|---|---|---|---|---|---|---|---|"]
     total = np.zeros(3, dtype=np.float64)
@@ -70,7 +69,7 @@ def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, Any]]) -> 
         return ""
     out = ["Class pixel fractions over all pixels of each split (class 0: background, distractors and circles; "
            "1: main path; 2: the main path with circles at both ends).", "", *lines, ""]
-    name = preset_name(config)
+    name = preset
     if name is not None:
         frac = total / total.sum()
         gold = GOLDEN[name]

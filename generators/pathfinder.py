@@ -54,7 +54,6 @@ Worked example, a tiny config (image | mask; image ' ' black, '.' dim, '#' brigh
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import typing
 from collections.abc import Mapping
@@ -318,7 +317,8 @@ class Pathfinder(Task[PathfinderConfig]):
     def statistics_markdown(self, config: PathfinderConfig, stats: Mapping[str, Mapping[str, Any]]) -> str:
         from ._pathfinder_stats import statistics_markdown
 
-        return statistics_markdown(config, stats)
+        preset = next((name for name, p in PRESETS.items() if p == config), None)
+        return statistics_markdown(config, stats, preset)
 
 
 def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True
@@ -355,9 +355,3 @@ def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry:
     if geometry:
         out.update(main_dashes=geo[0], distractor_dashes=geo[1], distractor_markers=geo[3])
     return out
-
-
-def config_for_size(size: int) -> PathfinderConfig:
-    """The preset with the nearest side (ties: the smaller) with `size` replaced (tasks.md 5.1)."""
-    base = min(PRESETS.values(), key=lambda c: (abs(c.size - size), c.size))
-    return dataclasses.replace(base, size=size)

@@ -12,13 +12,11 @@ import hashlib
 import json
 import logging
 import os
-import platform
 import shutil
 import sys
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from ..config import canonical_json, config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME, keys_for
+from .provenance import environment
 from .shards import (FORMAT_VERSION, SPLIT_ORDER, ShardSpec, atomic_write_json, auto_samples_per_shard,
                      make_plan, remove_stray_temporaries, shard_done, split_sizes, storage_fields, write_shard)
 
@@ -49,28 +48,16 @@ def preset_of(task: Any, config: Any) -> tuple[str, bool]:
         if preset == config:
             return name, True
     if task.preset_option == "size" and hasattr(config, "size"):
-        name = nearest_size_preset(task, config.size)
-        return name, False
+        from .task_config import nearest_size_preset
+
+        return nearest_size_preset(task, config.size), False
     return task.default_preset, False
-
-
-def nearest_size_preset(task: Any, size: int) -> str:
-    """The preset with the nearest side (ties: the smaller)."""
-    return min(task.presets, key=lambda k: (abs(int(k) - size), int(k)))
 
 
 def dataset_name(task: Any, config: Any) -> str:
     preset, exact = preset_of(task, config)
     base = f"{task.name}-{preset}"
     return base if exact else f"{base}-{config_sha256(config.to_dict())[:8]}"
-
-
-def environment() -> dict[str, str]:
-    import h5py
-    import numba
-
-    return {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version, "platform": platform.machine()}
 
 
 @dataclass
@@ -323,7 +310,3 @@ def config_for(task: Any, base: Any, overrides: Mapping[str, Any]) -> Any:
     from ..config import apply_overrides
 
     return apply_overrides(base, overrides) if overrides else dataclasses.replace(base)
-
-
-def created_utc() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -20,6 +20,7 @@ from ..config import config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
+from .provenance import created_utc, environment
 from .shards import FORMAT_VERSION, SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256, shard_done
 from .shards import storage_fields
 
@@ -42,8 +43,6 @@ def merge_statistics(records: list[dict[str, Any]]) -> dict[str, Any]:
 def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: list[str] | None = None,
              extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
-    from .build import created_utc, environment
-
     task = get_task(plan.task)
     from ..config import config_from_dict
 

@@ -58,8 +58,6 @@ def resolve_config(task_name: str, length: int | None = None, size: int | None =
         elif str(value) in task.presets:
             config = task.presets[str(value)]
         else:
-            from .build import nearest_size_preset
-
             start = nearest_size_preset(task, value)
             config = _replace(task.presets[start], size=value)
             note = f"size {value} has no preset: starting from preset {start} with size = {value}"
@@ -76,6 +74,17 @@ def resolve_config(task_name: str, length: int | None = None, size: int | None =
     if changes:
         config = apply_overrides(config, changes)
     return task, config, note
+
+
+def nearest_size_preset(task: Any, size: int) -> str:
+    """The name of the preset with the nearest side to `size` (ties: the smaller), for `--size` tasks.
+
+    >>> class Sizes:
+    ...     presets = {"128": None, "256": None, "512": None}
+    >>> nearest_size_preset(Sizes, 300), nearest_size_preset(Sizes, 192), nearest_size_preset(Sizes, 4000)
+    ('256', '128', '512')
+    """
+    return min(task.presets, key=lambda k: (abs(int(k) - size), int(k)))
 
 
 def _build(task: Any, **fields: Any) -> Any:

@@ -56,8 +56,10 @@ def test_presets_are_the_papers_settings():
         assert cfg.label_min_coverage is None and cfg.marker_intensity == 1.0
     assert PathfinderConfig() == PRESETS["128"] and TASK.default_preset == "128" and TASK.default_n == 100_000
     assert dict(TASK.default_split) == {"train": 0.8, "val": 0.1, "test": 0.1} and TASK.preset_option == "size"
-    assert pathfinder.config_for_size(300) == dataclasses.replace(PRESETS["256"], size=300)
-    assert pathfinder.config_for_size(192).seed_distance == 22  # tie between 128 and 256: the smaller
+    from ssmbench.data.task_config import nearest_size_preset
+
+    assert nearest_size_preset(TASK, 300) == "256" and PRESETS["256"].seed_distance != 22
+    assert nearest_size_preset(TASK, 192) == "128" and PRESETS["128"].seed_distance == 22  # a tie: the smaller
 
 
 def test_config_round_trips_and_validation():
