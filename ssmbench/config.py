@@ -92,14 +92,24 @@ def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
         raise ConfigError("config", str(exc)) from None
 
 
-def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
-    """["a=1", "b=x"] -> {"a": "1", "b": "x"}; a pair without '=' is a ConfigError."""
+def parse_overrides(pairs: Iterable[str], option: str = "-o") -> dict[str, str]:
+    """The one `key=value` parser (-o, extra --key options, --split): values stay strings, dashes in keys become
+    underscores; a pair without '=' or without a key is a ConfigError naming `option`.
+
+    >>> parse_overrides(["L=64", "min-length = 5", "note=a=b"])
+    {'L': '64', 'min_length': ' 5', 'note': 'a=b'}
+    >>> parse_overrides(["train=0.8", "val"], option="--split")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --split: expected key=value, got 'val'
+    """
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError("-o", f"expected key=value, got {pair!r}")
-        out[key.strip()] = value
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(option, f"expected key=value, got {pair!r}")
+        out[key] = value
     return out
 
 

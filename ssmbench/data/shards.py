@@ -76,17 +76,18 @@ def split_sizes(n: int, split: Mapping[str, float | int]) -> dict[str, int]:
 
 
 def parse_split(text: str) -> dict[str, float]:
-    """"train=0.8,val=0.1,test=0.1" (fractions or counts) -> mapping."""
-    out: dict[str, float] = {}
-    for part in text.split(","):
-        name, sep, value = part.partition("=")
-        try:
-            if not sep:
-                raise ValueError
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise ConfigError("--split", f"expected name=value pairs like train=0.8,val=0.1,test=0.1; got {text!r}") from None
-    return out
+    """"train=0.8,val=0.1,test=0.1" (fractions or counts) -> mapping.
+
+    >>> parse_split("train=0.8, val=0.1,test=0.1")
+    {'train': 0.8, 'val': 0.1, 'test': 0.1}
+    """
+    from ..config import parse_overrides
+
+    bad = ConfigError("--split", f"expected name=value pairs like train=0.8,val=0.1,test=0.1; got {text!r}")
+    try:
+        return {name: float(value) for name, value in parse_overrides(text.split(","), "--split").items()}
+    except (ConfigError, ValueError):
+        raise bad from None
 
 
 def auto_samples_per_shard(spec: Spec, n_train: int) -> int:

@@ -19,20 +19,24 @@ OPTION_OF = {"length": "--length", "size": "--size", "preset": "--preset"}
 
 
 def extra_overrides(args: Sequence[str]) -> list[str]:
-    """["--min-length", "500", "--consecutive=true"] -> ["min_length=500", "consecutive=true"]."""
+    """Task options given as extra CLI arguments, as `key=value` pairs for `ssmbench.config.parse_overrides`.
+
+    >>> extra_overrides(["--min-length", "500", "--consecutive=true"])
+    ['min-length=500', 'consecutive=true']
+    """
     out: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
         if not arg.startswith("--") or arg == "--":
             raise ConfigError("arguments", f"unexpected argument {arg!r}", "run `ssmbench generate --help`")
-        key, sep, value = arg[2:].partition("=")
-        if not sep:
-            if i + 1 >= len(args):
-                raise ConfigError(arg, "expects a value")
-            value = args[i + 1]
+        if "=" in arg:
+            out.append(arg[2:])
+        elif i + 1 >= len(args):
+            raise ConfigError(arg, "expects a value")
+        else:
+            out.append(f"{arg[2:]}={args[i + 1]}")
             i += 1
-        out.append(f"{key.replace('-', '_')}={value}")
         i += 1
     return out
 
