@@ -126,7 +126,7 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
                               samples_per_shard=samples_per_shard, codec=codec, shard_index=shard_index,
                               num_shards=num_shards, overwrite=overwrite, quiet=quiet,
                               argv=sys.argv[1:] if sys.argv and "ssmbench" in os.path.basename(sys.argv[0]) else
-                              ["generate", task, *ctx.args], explicit=explicit)
+                              ["generate", task, *ctx.args], explicit=explicit, plan=plan)
     obj = {"path": str(result.path), "name": result.name, "finalized": result.finalized,
            "shards_written": result.shards_written, "shards_skipped": result.shards_skipped}
     if result.manifest:

@@ -198,10 +198,15 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
                      split: Mapping[str, float] | None = None, seed: int = 0, workers: int = 1,
                      samples_per_shard: int | None = None, codec: str | None = None,
                      shard_index: int | None = None, num_shards: int | None = None, overwrite: bool = False,
-                     quiet: bool = True, argv: list[str] | None = None, explicit: list[str] | None = None
-                     ) -> GenerateResult:
-    """Build (or resume, or finalize) the dataset folder `<out>/<name>` and return where it is."""
-    plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
+                     quiet: bool = True, argv: list[str] | None = None, explicit: list[str] | None = None,
+                     plan: BuildPlan | None = None) -> GenerateResult:
+    """Build (or resume, or finalize) the dataset folder `<out>/<name>` and return where it is.
+
+    `plan`: the caller's `plan_build(task, config, n, split, seed, samples_per_shard, codec)` (the CLI has one
+    for its summary and estimate already), so the plan is computed once.
+    """
+    if plan is None:
+        plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
     path = data_root(out) / plan.name
     _check_folder(path, plan, overwrite)
     path.mkdir(parents=True, exist_ok=True)
