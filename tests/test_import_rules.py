@@ -1,0 +1,178 @@
+"""Import rules of the layout, checked statically on the source (AST), so no import has side effects here.
+
+- `ssmbench/{api,errors,registry,config,seeding}.py` (contracts and plumbing) import neither h5py, torch nor click;
+- `ssmbench/data/**` never imports torch at module level, nor click anywhere;
+- only `ssmbench/cli/` imports click;
+- no core module imports a specific plug-in module (`ssmbench.generators.<task>`, ...) at module level, and
+  `ssmbench/data/` reaches plug-ins only through the registry (no import of one anywhere);
+- no import cycles among ssmbench modules, counting imports inside functions too.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIRS = {"generators": "ssmbench.generators", "evaluators": "ssmbench.evaluators",
+               "reference_models": "ssmbench.reference_models"}
+PLUMBING = ["ssmbench.api", "ssmbench.errors", "ssmbench.registry", "ssmbench.config", "ssmbench.seeding"]
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str  # dotted module name, resolved (a package's submodule when `from pkg import submodule`)
+    top_level: bool  # executed at import time (not inside a function body, not under `if TYPE_CHECKING`)
+    line: int
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in [("ssmbench", "ssmbench"), *PLUGIN_DIRS.items()]:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> list[Import]:
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[Import] = []
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                out.extend(Import(alias.name, inner, child.lineno) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    module = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    module = child.module or ""
+                for alias in child.names:
+                    sub = f"{module}.{alias.name}"
+                    out.append(Import(sub if sub in MODULES else module, inner, child.lineno))
+            else:
+                visit(child, inner)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), True)
+    return out
+
+
+IMPORTS = {name: _imports(name) for name in MODULES}
+
+
+def _is(target: str, library: str) -> bool:
+    return target == library or target.startswith(library + ".")
+
+
+def _violations(modules: list[str], banned: tuple[str, ...], top_level_only: bool = False) -> list[str]:
+    return [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m in modules
+            for imp in IMPORTS[m] if any(_is(imp.target, b) for b in banned)
+            and (imp.top_level or not top_level_only)]
+
+
+def _is_plugin(name: str) -> bool:
+    return any(_is(name, package) for package in PLUGIN_DIRS.values())
+
+
+def test_the_scan_sees_the_layout():
+    assert {"ssmbench.api", "ssmbench.data.build", "ssmbench.cli.app", "ssmbench.generators.shift",
+            "ssmbench.generators._listops_dedup"} <= set(MODULES)
+    build = {imp.target for imp in IMPORTS["ssmbench.data.build"]}
+    assert {"ssmbench.config", "ssmbench.data.shards", "ssmbench.data.manifest", "numba"} <= build
+    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
+    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
+
+
+@pytest.mark.parametrize("module", PLUMBING)
+def test_plumbing_imports_no_heavy_or_cli_library(module):
+    assert not _violations([module], ("h5py", "torch", "click"))
+
+
+def test_data_never_imports_torch_at_module_level_nor_click():
+    data = [m for m in MODULES if _is(m, "ssmbench.data")]
+    assert len(data) > 8
+    assert not _violations(data, ("torch",), top_level_only=True)
+    assert not _violations(data, ("click",))
+
+
+def test_only_the_cli_imports_click():
+    others = [m for m in MODULES if not _is(m, "ssmbench.cli")]
+    assert not _violations(others, ("click",))
+
+
+def test_core_imports_no_plugin_module_at_module_level():
+    core = [m for m in MODULES if not _is_plugin(m)]
+    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m in core for imp in IMPORTS[m]
+           if imp.top_level and _is_plugin(imp.target) and imp.target not in PLUGIN_DIRS.values()]
+    assert not bad
+
+
+def test_data_reaches_plugins_only_through_the_registry():
+    data = [m for m in MODULES if _is(m, "ssmbench.data")]
+    assert not _violations(data, tuple(PLUGIN_DIRS.values()))
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    graph = {m: {imp.target for imp in IMPORTS[m] if imp.target in MODULES and imp.target != m} for m in MODULES}
+    assert not _cycles(graph)
