@@ -36,6 +36,11 @@ def check_positive(field: str, value: int, minimum: int = 1) -> None:
         raise ConfigError(field, f"must be an integer >= {minimum}, got {value!r}")
 
 
+def check_bool(field: str, value: bool) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(field, f"must be true or false, got {value!r}")
+
+
 def length_presets(config_cls: type, lengths: tuple[int, ...] = PAPER_LENGTHS) -> dict[str, Any]:
     """One preset per paper length, every other field at its default: {"4096": Config(L=4096), ...}."""
     return {str(L): config_cls(L=L) for L in lengths}

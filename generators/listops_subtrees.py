@@ -98,5 +98,6 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     def select_survivors(self, config: ListOpsSubtreesConfig, hashes: np.ndarray, needed: int) -> np.ndarray:
         return _dedup.select_survivors(hashes, needed)
 
-    def dedup_report(self, config: ListOpsSubtreesConfig, hashes: np.ndarray, split_sizes: Mapping[str, int]) -> dict[str, Any]:
+    def dedup_report(self, config: ListOpsSubtreesConfig, hashes: np.ndarray, split_sizes: Mapping[str, int]
+                     ) -> dict[str, Any]:
         return _dedup.dedup_report(hashes, split_sizes)

@@ -37,7 +37,7 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, check_positive, empty_outputs, length_presets
+from ._atomic import as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs, length_presets
 from ._atomic import positional_channels
 from ._kernels import fill_unit_vector
 
@@ -55,6 +55,7 @@ class MipsConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         check_positive("D", self.D)
+        check_bool("causal", self.causal)
         check_length("mips", self.L, 1)
 
 

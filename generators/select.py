@@ -29,8 +29,8 @@ from numba import njit, prange
 
 from ssmbench.api import Field, Task, TaskConfig
 
-from ._atomic import (as_keys, atomic_spec, check_length, check_positive, empty_outputs, length_presets,
-                      positional_channels)
+from ._atomic import (as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs,
+                      length_presets, positional_channels)
 from ._kernels import fill_ninf_normal, sorted_subset
 from ._rng import randint_s
 
@@ -46,6 +46,7 @@ class SelectConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         check_positive("M", self.M)
+        check_bool("consecutive", self.consecutive)
         check_length("select", self.L, 1)
 
 

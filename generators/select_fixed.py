@@ -29,8 +29,8 @@ import numpy as np
 from ssmbench.api import Task, TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import as_keys, atomic_spec, check_length, check_positive, empty_outputs, length_presets
-from ._atomic import positional_channels
+from ._atomic import as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs
+from ._atomic import length_presets, positional_channels
 from .select import draw_positions, fill_select, select_oracle
 
 
@@ -47,6 +47,7 @@ class SelectFixedConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         check_positive("M", self.M)
+        check_bool("consecutive", self.consecutive)
         check_positive("fixed_seed", self.fixed_seed, 0)
         check_length("select_fixed", self.L, 1)
 

@@ -44,7 +44,8 @@ def solve_size(L: int) -> int:
 
 
 def check_solve_length(task: str, L: int) -> None:
-    check_length(task, L, 8, f"N >= 2; got N={max(solve_size(L), 0) if L >= 0 else 0}")
+    n = max(solve_size(L), 0) if isinstance(L, int) and not isinstance(L, bool) and L >= 0 else 0
+    check_length(task, L, 8, f"N >= 2; got N={n}")
 
 
 @njit(cache=True)

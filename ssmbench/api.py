@@ -134,6 +134,20 @@ class Task(abc.ABC, Generic[C]):
     dedup_fields: ClassVar[tuple[str, ...]] = ()
     """The fields `dedup_hashes` reads from candidate shards; empty: every stored field."""
 
+    def card_markdown(self) -> str:
+        """The task's data-card source: optional front matter, then the Markdown sections (what it probes, a worked
+        example, known discrepancies) that every dataset folder's README.md includes.
+
+        Default: the packaged `ssmbench/data_cards/<name>.md` for built-in tasks, else the class docstring.
+        """
+        import inspect
+        from importlib import resources
+
+        card = resources.files("ssmbench.data_cards").joinpath(f"{self.name}.md")
+        if card.is_file():
+            return card.read_text()
+        return inspect.getdoc(type(self)) or self.name
+
     def statistics(self, config: C, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Per-split statistics of a block of rows, as arrays that add up across blocks (counts, histograms).
 

@@ -22,9 +22,8 @@ CITATIONS = """- Gupta, Mehta, Berant. *Simplifying and Understanding State Spac
 
 
 def source_card(task_name: str) -> tuple[dict[str, str], str]:
-    """(front matter, body) of `data_cards/<task>.md`."""
-    text = resources.files("ssmbench.data_cards").joinpath(f"{task_name}.md").read_text()
-    return split_front_matter(text)
+    """(front matter, body) of the task's card source (`Task.card_markdown`: `data_cards/<task>.md` if packaged)."""
+    return split_front_matter(get_task(task_name).card_markdown())
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:
