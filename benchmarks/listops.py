@@ -101,6 +101,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import numba
+
     from ssmbench.generators import _listops_dedup, _listops_sampler
 
     task = _task(args.task)

@@ -53,6 +53,7 @@ def _kernel_errors(L: int) -> tuple[float, float]:
     """Max relative error of the fast and the Figure-4 kernels against float64, at dt = 1e-5."""
     import numpy as np
     import torch
+
     from ssmbench.reference_models.dlr import DLR
 
     torch.manual_seed(0)

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from ssmbench.generators.pathfinder import PRESETS, Pathfinder
 
+from ssmbench.generators.pathfinder import PRESETS, Pathfinder
 from ssmbench.seeding import keys_for
 
 REFERENCE_CPU_S = {128: 5.3, 256: 12.6, 512: 32.8}

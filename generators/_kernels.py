@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import _rng  # noqa: F401  (sets NUMBA_DISABLE_INTEL_SVML before numba loads)
 from ._rng import normal_s, randint_s
 
+# isort: split
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 

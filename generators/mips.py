@@ -37,8 +37,16 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs, length_presets
-from ._atomic import positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_spec,
+    check_bool,
+    check_length,
+    check_positive,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_unit_vector
 
 _LANES = 8
@@ -175,8 +183,8 @@ def _fill_mips(keys, pos, causal, x, y):
         winners = np.empty(_LANES, dtype=np.int64)
         for i0 in range(0, L, _LANES):
             _argmax_block(kt32, q32, k64, q64, i0, causal, winners)
-            for l in range(min(_LANES, L - i0)):
-                y[i, i0 + l, :] = xi[winners[l], 2 * D:3 * D]
+            for lane in range(min(_LANES, L - i0)):
+                y[i, i0 + lane, :] = xi[winners[lane], 2 * D:3 * D]
 
 
 @final

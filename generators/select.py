@@ -29,8 +29,16 @@ from numba import njit, prange
 
 from ssmbench.api import Field, Task, TaskConfig
 
-from ._atomic import (as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs,
-                      length_presets, positional_channels)
+from ._atomic import (
+    as_keys,
+    atomic_spec,
+    check_bool,
+    check_length,
+    check_positive,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_ninf_normal, sorted_subset
 from ._rng import randint_s
 

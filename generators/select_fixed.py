@@ -29,8 +29,16 @@ import numpy as np
 from ssmbench.api import Task, TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import as_keys, atomic_spec, check_bool, check_length, check_positive, empty_outputs
-from ._atomic import length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_spec,
+    check_bool,
+    check_length,
+    check_positive,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from .select import draw_positions, fill_select, select_oracle
 
 

@@ -18,7 +18,6 @@ from .errors import UnknownNameError as UnknownNameError
 from .errors import VerificationError as VerificationError
 from .registry import get_task as get_task
 
-
 _LAZY = {"evaluate": ("ssmbench.harness.evaluation", "evaluate"),
          "open_dataset": ("ssmbench.data.loader", "open_dataset")}
 

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ssmbench.api import Spec
-from ssmbench.harness.backbone import ScalarLayerNorm, SequenceModel
 from ssmbench.errors import ConfigError, SsmbenchError
+from ssmbench.harness.backbone import ScalarLayerNorm, SequenceModel
 
 
 def spec(**kw: object) -> Spec:

@@ -7,10 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from support import all_equal, draw, rows, tiny_config
 from ssmbench.errors import ConfigError
 from ssmbench.registry import get_task
 from ssmbench.seeding import keys_for
+from support import all_equal, draw, rows, tiny_config
 
 
 def test_spec_matches_generate(task_name):

@@ -7,9 +7,9 @@ import inspect
 
 import pytest
 import torch
-from ssmbench.reference_models import BUILTIN
 
 from ssmbench.harness.models import check_causality
+from ssmbench.reference_models import BUILTIN
 from ssmbench.registry import models
 
 # Small settings so that every model runs in milliseconds; third-party plug-ins run with their defaults.

@@ -6,6 +6,7 @@ import doctest
 import importlib
 
 import pytest
+
 from ssmbench.reference_models import BUILTIN
 
 MODULES = [f"ssmbench.reference_models.{name}" for name in BUILTIN] + ["ssmbench.harness.models", "ssmbench.harness.optim_groups"]

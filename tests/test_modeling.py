@@ -7,14 +7,14 @@ from importlib.metadata import EntryPoint
 
 import pytest
 import torch
-from ssmbench.reference_models.dlr import DLR
 from torch import nn
 
 from ssmbench import registry
 from ssmbench.api import Spec
-from ssmbench.harness.backbone import SequenceModel
 from ssmbench.errors import ConfigError, SsmbenchError
+from ssmbench.harness.backbone import SequenceModel
 from ssmbench.harness.models import build_model, causality_checks, check_causality
+from ssmbench.reference_models.dlr import DLR
 
 PLUGIN = textwrap.dedent('''
     """A user's plug-in module for the tests."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ssmbench.reference_models.dlr import DLR
-from ssmbench.reference_models.lru import LRU
-from ssmbench.reference_models.s4d import S4D
 from torch import nn
 
 from ssmbench.errors import SsmbenchError
 from ssmbench.harness.optim_groups import describe, param_groups
+from ssmbench.reference_models.dlr import DLR
+from ssmbench.reference_models.lru import LRU
+from ssmbench.reference_models.s4d import S4D
 
 
 def by_label(groups: list[dict]) -> dict[str, dict]:

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from ssmbench.data.build import generate_dataset, load_manifest
-from ssmbench.errors import ConfigError, DatasetError
-from ssmbench.generators.shift import ShiftConfig
-from ssmbench.generators.select_fixed import SelectFixedConfig
-from ssmbench.seeding import keys_for
-from ssmbench.registry import get_task
 from ssmbench.data.shards import auto_samples_per_shard, make_plan, split_sizes
 from ssmbench.data.verify import verify_dataset
+from ssmbench.errors import ConfigError, DatasetError
+from ssmbench.generators.select_fixed import SelectFixedConfig
+from ssmbench.generators.shift import ShiftConfig
+from ssmbench.registry import get_task
+from ssmbench.seeding import keys_for
 
 
 def test_split_sizes_rounding_and_counts():

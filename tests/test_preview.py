@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from ssmbench.errors import DatasetError
 from ssmbench.data.preview import MASK_COLOURS, render_preview
+from ssmbench.errors import DatasetError
 
 
 def _folder(root: Path, fields: dict[str, np.ndarray], input_kind: str, split: str = "val",
@@ -90,9 +90,8 @@ def test_sequences_and_tokens(tmp_path):
 
 def test_real_dataset_folder(tmp_path):
     """A folder written by `ssmbench.data.build.generate_dataset` (an atomic task) previews as line plots."""
-    from support import tiny_config
-
     from ssmbench.data.build import generate_dataset
+    from support import tiny_config
 
     res = generate_dataset("cumsum", tiny_config("cumsum"), out=tmp_path, n=10, workers=1)
     out = render_preview(res.path, n=2, out=tmp_path / "c.png", split="train")

@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ssmbench.generators._rng import (fill_normal, next_s, next_u64, normal, normal_s, randint, randint_s,
-                                      rng_state, uniform, uniform_s)
+from ssmbench.generators._rng import (
+    fill_normal,
+    next_s,
+    next_u64,
+    normal,
+    normal_s,
+    randint,
+    randint_s,
+    rng_state,
+    uniform,
+    uniform_s,
+)
 from ssmbench.seeding import fixed_key, keys_for, sample_keys, splitmix64, splitmix64_array, stream_id
 
 

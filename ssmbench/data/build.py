@@ -28,8 +28,19 @@ from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME, keys_for
 from .provenance import environment
-from .shards import (FORMAT_VERSION, SPLIT_ORDER, ShardSpec, atomic_write_json, auto_samples_per_shard,
-                     make_plan, remove_stray_temporaries, shard_done, split_sizes, storage_fields, write_shard)
+from .shards import (
+    FORMAT_VERSION,
+    SPLIT_ORDER,
+    ShardSpec,
+    atomic_write_json,
+    auto_samples_per_shard,
+    make_plan,
+    remove_stray_temporaries,
+    shard_done,
+    split_sizes,
+    storage_fields,
+    write_shard,
+)
 
 log = logging.getLogger(__name__)
 

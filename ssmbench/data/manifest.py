@@ -21,8 +21,15 @@ from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
 from .provenance import created_utc, environment
-from .shards import FORMAT_VERSION, SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256, shard_done
-from .shards import storage_fields
+from .shards import (
+    FORMAT_VERSION,
+    SPLIT_ORDER,
+    atomic_write_bytes,
+    atomic_write_json,
+    file_sha256,
+    shard_done,
+    storage_fields,
+)
 
 
 def content_digest(root: Path, plan: Any) -> str:

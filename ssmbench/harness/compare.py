@@ -66,7 +66,7 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
             col["times"][(r["task"], r["device"])] = r["time_per_step_s"]
     tasks = [t for t in TASK_ORDER if any(t in c["cells"] for c in columns.values())]
     tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
-    for (model, layers, L), col in columns.items():
+    for (_model, _layers, L), col in columns.items():
         base = columns.get(("dlr", 1, L))
         ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None

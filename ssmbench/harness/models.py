@@ -31,9 +31,9 @@ import torch
 from torch import nn
 
 from ..api import Spec
-from .backbone import SequenceModel
 from ..errors import ConfigError, SsmbenchError
 from ..registry import models
+from .backbone import SequenceModel
 
 log = logging.getLogger(__name__)
 

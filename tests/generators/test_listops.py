@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 import random
 
-import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
 import numpy as np
 import pytest
 from scipy import stats
+
+import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
+from ssmbench.errors import ConfigError
 from ssmbench.generators.listops import ListOps, ListOpsConfig
 from ssmbench.generators.listops_subtrees import ListOpsSubtrees, ListOpsSubtreesConfig
-
-from ssmbench.errors import ConfigError
 from ssmbench.seeding import keys_for
 
 TASK = ListOps()

@@ -7,10 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
+
 from ssmbench.generators import _listops_dedup as dedup
 from ssmbench.generators.listops import ListOps, ListOpsConfig
 from ssmbench.generators.listops_subtrees import ListOpsSubtrees, ListOpsSubtreesConfig
-
 from ssmbench.seeding import keys_for
 
 PAPER_IDS = [12, 3, 7, 13, 14, 4, 2, 7, 15, 9, 4, 15, 5, 6, 15]  # [MAX 2 6 [MED [SM 3 1 6 ] 8 3 ] 4 5 ]

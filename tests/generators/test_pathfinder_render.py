@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from ssmbench.generators import _pathfinder_geom as geom
 from ssmbench.generators._pathfinder_slow import SlowPathfinder, _Geometry
 from ssmbench.generators.pathfinder import PRESETS, kernel_params

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 from scipy.special import erf
-from ssmbench.reference_models.attention import Attention
 
 from ssmbench.api import Spec
 from ssmbench.harness.backbone import SequenceModel
+from ssmbench.reference_models.attention import Attention
 
 
 def naive(m: Attention, u: np.ndarray, allowed: np.ndarray, temperature: float) -> np.ndarray:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 from scipy.special import erf
-from ssmbench.reference_models.dlr import DLR
 
 from ssmbench.api import Spec
 from ssmbench.harness.backbone import SequenceModel
+from ssmbench.reference_models.dlr import DLR
 
 
 def gelu(z: np.ndarray) -> np.ndarray:

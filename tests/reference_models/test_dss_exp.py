@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.special import erf
+
 from ssmbench.reference_models.dss_exp import DSSExp
 
 

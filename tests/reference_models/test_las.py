@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from ssmbench.reference_models.las import LaS
 
 from ssmbench.harness.models import check_causality
+from ssmbench.reference_models.las import LaS
 
 
 def row_pool(p: np.ndarray, size: int, centered: bool) -> np.ndarray:

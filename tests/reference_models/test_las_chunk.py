@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from ssmbench.reference_models.las_chunk import LaSChunk
 
 

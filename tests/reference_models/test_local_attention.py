@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
 from ssmbench.reference_models.local_attention import LocalAttention
 
 

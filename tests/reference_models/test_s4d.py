@@ -7,6 +7,7 @@ import math
 import numpy as np
 import torch
 from scipy.special import erf
+
 from ssmbench.reference_models.s4d import S4D
 
 
