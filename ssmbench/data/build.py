@@ -7,7 +7,6 @@ of workers, shards or job-array slices, and a rerun only does the missing work.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -30,7 +29,6 @@ from ..seeding import SEED_SCHEME, keys_for
 from .provenance import environment
 from .shards import (
     FORMAT_VERSION,
-    SPLIT_ORDER,
     ShardSpec,
     atomic_write_json,
     auto_samples_per_shard,
@@ -137,7 +135,9 @@ def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None
             rows["candidate_index"] = np.arange(lo, hi, dtype=np.int64)
         return rows
 
-    stats_fn = (lambda block: task.statistics(config, block))
+    def stats_fn(block: dict[str, np.ndarray]) -> Any:
+        return task.statistics(config, block)
+
     target = Path(root) / ".build" if shard.split == "candidates" else Path(root)
     return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
                        _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
@@ -320,9 +320,3 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
         return json.loads(target.read_text())
     except ValueError as exc:
         raise DatasetError(f"{target} is not valid JSON ({exc})", "re-download or regenerate the dataset") from None
-
-
-def config_for(task: Any, base: Any, overrides: Mapping[str, Any]) -> Any:
-    from ..config import apply_overrides
-
-    return apply_overrides(base, overrides) if overrides else dataclasses.replace(base)

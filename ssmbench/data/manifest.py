@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,3 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
 
 def manifest_sha256(root: Path) -> str:
     return file_sha256(root / "manifest.json")
-
-
-def describe_manifest(manifest: dict[str, Any]) -> str:
-    return json.dumps({k: manifest[k] for k in ("name", "dataset_id", "task", "task_version")})

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -279,14 +279,3 @@ def remove_stray_temporaries(root: Path) -> int:
         path.unlink(missing_ok=True)
         count += 1
     return count
-
-
-def iter_rows(root: Path, manifest: Mapping[str, Any], split: str, fields: list[str] | None = None
-              ) -> Iterator[dict[str, np.ndarray]]:
-    """Yield each shard of a split as a dict of arrays (reads whole shards; for tools, not training)."""
-    import h5py
-
-    for shard in manifest["splits"][split]["shards"]:
-        with h5py.File(root / shard["path"], "r", locking=False) as h5:
-            names = fields or [k for k in h5.keys() if isinstance(h5[k], h5py.Dataset)]
-            yield {k: h5[k][...] for k in names}
