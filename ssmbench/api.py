@@ -85,6 +85,10 @@ class Task(abc.ABC, Generic[C]):
 
     The task never sees the root seed, the split or the shard: the core derives one uint64 key per sample
     (`ssmbench.seeding`) and row i of `generate` depends only on `keys[i]`.
+
+    The public names of this class are the whole contract: the identity attributes and `spec`, `generate` and
+    `oracle` are required; every other hook has a default. The registry refuses a task class that defines any
+    other public name (`undeclared_names`), so a misspelt hook fails loudly when the task is loaded.
     """
 
     name: ClassVar[str]
@@ -92,15 +96,21 @@ class Task(abc.ABC, Generic[C]):
     version: ClassVar[str]
     """Bumped whenever the bytes produced for the same (config, seed) change."""
     Config: ClassVar[type]
+    """The task's config class: a frozen `TaskConfig` dataclass that validates itself in `__post_init__`."""
     presets: ClassVar[Mapping[str, Any]]
+    """Named configs, e.g. {"4096": Config(L=4096), "512": Config(L=512)}; selected by `preset_option`."""
     default_preset: ClassVar[str]
+    """The preset used when the user names none."""
     default_n: ClassVar[int]
+    """The number of samples `ssmbench generate` builds when --n is not given."""
     default_split: ClassVar[Mapping[str, float]] = {"train": 0.8, "val": 0.1, "test": 0.1}
+    """Fractions (or counts) of train, val and test when --split is not given."""
     preset_option: ClassVar[Literal["length", "size", "preset"]] = "length"
     """Which CLI option selects a preset: --length (atomic), --size (pathfinder), --preset (ListOps)."""
 
     @abc.abstractmethod
-    def spec(self, config: C) -> Spec: ...
+    def spec(self, config: C) -> Spec:
+        """What `generate` returns for `config` (field dtypes and per-sample shapes) and what a model needs."""
 
     @abc.abstractmethod
     def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:
@@ -132,7 +142,7 @@ class Task(abc.ABC, Generic[C]):
     order to train, val and test, and the task's Spec must have an int64 `candidate_index` field.
     """
     dedup_fields: ClassVar[tuple[str, ...]] = ()
-    """The fields `dedup_hashes` reads from candidate shards; empty: every stored field."""
+    """The fields `dedup_hashes` reads from candidate shards; empty: every field of the Spec but `candidate_index`."""
 
     def card_markdown(self) -> str:
         """The task's data-card source: optional front matter, then the Markdown sections (what it probes, a worked

@@ -36,25 +36,24 @@ def build_root(path: Path) -> Path:
     return path / ".build"
 
 
-def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str] | None) -> dict[str, np.ndarray]:
-    """The named fields (None: every stored field) of the given candidate shards, concatenated."""
+def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str]) -> dict[str, np.ndarray]:
+    """The named fields of the given candidate shards, concatenated."""
     import h5py
 
-    parts: dict[str, list[np.ndarray]] = {}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in fields}
     for shard in shards:
         with h5py.File(build_root(path) / shard.relpath, "r", locking=False) as h5:
-            names = fields if fields is not None else [k for k in h5 if isinstance(h5[k], h5py.Dataset)]
-            for k in names:
-                parts.setdefault(k, [])
+            for k in fields:
                 parts[k].append(h5[k][...])
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
 def hashes_of(task: Any, config: Any, path: Path, shards: list[ShardSpec]) -> np.ndarray:
     """(n_candidates, k) uint64 hashes from the task's `dedup_hashes`, computed shard by shard (bounded memory)."""
+    fields = list(task.dedup_fields) or [k for k in task.spec(config).fields if k != "candidate_index"]
     out = []
     for shard in shards:
-        block = read_candidates(path, [shard], list(task.dedup_fields) or None)
+        block = read_candidates(path, [shard], fields)
         out.append(task.dedup_hashes(config, block))
     return np.concatenate(out) if out else np.zeros((0, 4), np.uint64)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support import ATOMIC, REFERENCE, draw, rows
+from support import ATOMIC, REFERENCE, draw, require_reference, rows
 from ssmbench.errors import ConfigError
 from ssmbench.generators.shift import shift_amounts
 from ssmbench.generators.solve import solve_size
@@ -28,9 +28,7 @@ def config_for(name: str, L: int):
 @pytest.mark.parametrize("name", ATOMIC)
 def test_oracle_accepts_reference_samples(name):
     """Every reference sample's targets are recomputed from its inputs by our oracle (FFT noise ~1e-7)."""
-    path = REFERENCE / "atomic" / f"{REFERENCE_NAME.get(name, name)}_L4096.npz"
-    if not path.exists():
-        pytest.skip(f"reference fixtures not found at {path}")
+    path = require_reference(REFERENCE / "atomic" / f"{REFERENCE_NAME.get(name, name)}_L4096.npz")
     data = np.load(path)
     task, config = get_task(name), config_for(name, 4096)
     assert data["x"].shape[1:] == PAPER_SHAPES[name][0] and data["y"].shape[1:] == PAPER_SHAPES[name][1]

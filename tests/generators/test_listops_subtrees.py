@@ -11,6 +11,7 @@ import numba
 import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
 import numpy as np
 import pytest
+import support
 from scipy import stats
 from ssmbench.generators import _listops_sampler
 from ssmbench.generators.listops_subtrees import ListOpsSubtrees, ListOpsSubtreesConfig
@@ -18,7 +19,7 @@ from ssmbench.generators.listops_subtrees import ListOpsSubtrees, ListOpsSubtree
 from ssmbench.errors import ConfigError, VerificationError
 from ssmbench.seeding import keys_for
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "reference" / "listops_subtrees"
+REFERENCE = support.REFERENCE / "listops_subtrees"
 TASK = ListOpsSubtrees()
 SMALL = ListOpsSubtreesConfig(min_length=200, max_length=600)  # DLR tree parameters, a short window
 PAPER_IDS = [12, 3, 7, 13, 14, 4, 2, 7, 15, 9, 4, 15, 5, 6, 15]  # [MAX 2 6 [MED [SM 3 1 6 ] 8 3 ] 4 5 ]
@@ -52,8 +53,8 @@ def check_rows(config, data, label_all=True, generated=True):
         assert data["roots_drawn"][i] >= 1 and (data["candidate_index"][i] == -1 or not generated)
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"reference fixtures not found at {REFERENCE}")
 def test_reference_rows_reproduced():
+    support.require_reference(REFERENCE)
     csv.field_size_limit(1 << 30)
     dlr = TASK.presets["dlr"]
     count = 0

@@ -15,7 +15,7 @@ from ssmbench.generators import _pathfinder_geom, _pathfinder_stats, pathfinder
 from ssmbench.generators._pathfinder_slow import SlowPathfinder, _Geometry
 from ssmbench.generators._pathfinder_stats import GOLDEN, GOLDEN_TOLERANCE, statistics_markdown
 from ssmbench.generators.pathfinder import PRESETS, Pathfinder, PathfinderConfig, generate_with_geometry
-from support import REFERENCE
+from support import REFERENCE, require_reference
 
 from ssmbench.config import canonical_json, config_from_dict
 from ssmbench.errors import ConfigError
@@ -229,9 +229,7 @@ def test_golden_class_fractions_full_sample(size):
 @pytest.mark.parametrize("size", ["128", "256", "512"])
 def test_resembles_the_reference_fixtures(size):
     """Same label rule as the reference's samples; comparable brightness; the labels lack only its dim halo."""
-    path = REFERENCE / "pathfinder" / f"reference_{size}.npz"
-    if not path.exists():
-        pytest.skip(f"reference fixtures not found at {path}")
+    path = require_reference(REFERENCE / "pathfinder" / f"reference_{size}.npz")
     ref = np.load(path)
     for x, y, lab in zip(ref["inputs"], ref["targets"], ref["label"], strict=True):
         assert int(TASK.oracle(PRESETS[size], {"inputs": x, "targets": y, "origin_index": 0,
