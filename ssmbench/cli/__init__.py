@@ -8,6 +8,7 @@ Heavy imports (numba, h5py, torch) happen inside the commands, so `--help` and `
 from __future__ import annotations
 
 from . import data_commands as data_commands  # noqa: F401  (registers the commands on the group)
+from . import distribution_commands as distribution_commands  # noqa: F401
 from . import eval_commands as eval_commands  # noqa: F401
 from .app import cli as cli
 from .app import main as main

@@ -15,8 +15,10 @@ from .app import _emit, cli
 @cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls presets\n"
                           "  ssmbench ls datasets")
 @click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "presets", "datasets"]), default="tasks")
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
+              help="Also list this catalogue JSON file (repeatable; $SSMBENCH_CATALOG is always read).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def ls_command(kind: str, as_json: bool) -> None:
+def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
     """List registered tasks, models, evaluators or training presets, or the download catalogue."""
     from .. import registry
 
@@ -26,10 +28,12 @@ def ls_command(kind: str, as_json: bool) -> None:
         click.echo(list_presets_text(as_json))
         return
     if kind == "datasets":
-        from importlib import resources
+        from ..data.catalog import catalog_table, load_catalog
 
-        catalog = json.loads(resources.files("ssmbench").joinpath("catalog.json").read_text())
-        items = {k: v.get("description", "") for k, v in catalog.get("datasets", {}).items()}
+        catalog = load_catalog(list(catalogs))
+        click.echo(json.dumps({k: catalog[k].to_json() for k in catalog}, sort_keys=True) if as_json
+                   else catalog_table(catalog))
+        return
     else:
         items = getattr(registry, kind).summaries()
     if as_json:
@@ -157,6 +161,10 @@ def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool)
             click.echo(f"OK {path}: {report.checked_files} files" +
                        (f", {report.checked_samples} samples decoded, {report.oracle_rows} oracle rows, "
                         f"{report.regenerated} regenerated" if deep or report.regenerated else ""))
+        if report.absent:
+            splits = sorted({p.split("/")[0] for p in report.absent})
+            click.echo(f"ABSENT {len(report.absent)} shard(s) not downloaded (split(s) {', '.join(splits)}); "
+                       f"fetch them with `ssmbench download` without --split/--include")
     raise_for(report)
 
 

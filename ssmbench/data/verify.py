@@ -4,6 +4,9 @@ Levels (data-and-io.md section 4): the default checks every listed file's size a
 contiguous sample ranges and each shard's datasets and root attributes (metadata only). `deep` also decodes every
 chunk (fletcher32 fires on corruption), recomputes the per-field content hashes and the content digest, runs the
 task's oracle on a few rows per split, and regenerates `regenerate` samples to compare bytes.
+
+A folder made by `ssmbench download --split/--include` lists the shards it left out in `.download.json`; those are
+reported as absent (not as missing), and every level checks what is present.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class VerifyReport:
     oracle_rows: int = 0
     regenerated: int = 0
     problems: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # shards a partial download left out on purpose
 
     @property
     def ok(self) -> bool:
@@ -38,7 +42,18 @@ class VerifyReport:
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "level": self.level, "ok": self.ok, "checked_files": self.checked_files,
                 "checked_samples": self.checked_samples, "oracle_rows": self.oracle_rows,
-                "regenerated": self.regenerated, "problems": self.problems}
+                "regenerated": self.regenerated, "problems": self.problems, "absent": self.absent}
+
+
+def absent_by_selection(root: Path) -> set[str]:
+    """Shard paths that `ssmbench download --split/--include` left out of this folder on purpose."""
+    record = root / ".download.json"
+    if not record.exists():
+        return set()
+    try:
+        return set(json.loads(record.read_text()).get("absent", []))
+    except ValueError:
+        return set()
 
 
 def _check_attrs(h5: Any, manifest: dict[str, Any], split: str, shard: dict[str, Any], problems: list[str]) -> None:
@@ -71,6 +86,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
     regenerate = (8 if deep else 0) if regenerate is None else regenerate
     report = VerifyReport(str(root), "deep" if deep else "default")
     listed = set()
+    left_out = absent_by_selection(root)
     for split in SPLIT_ORDER:
         info = manifest["splits"][split]
         expected_start = 0
@@ -82,7 +98,10 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
             expected_start = shard["sample_stop"]
             file = root / shard["path"]
             if not file.exists():
-                report.problems.append(f"{shard['path']}: missing")
+                if shard["path"] in left_out:
+                    report.absent.append(shard["path"])
+                else:
+                    report.problems.append(f"{shard['path']}: missing")
                 continue
             if file.stat().st_size != shard["num_bytes"]:
                 report.problems.append(f"{shard['path']}: {file.stat().st_size} bytes, manifest says "
@@ -125,8 +144,11 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
     task = get_task(manifest["task"])
     config = config_from_dict(task.Config, manifest["config"])
     digest = hashlib.sha256()
+    absent = set(report.absent)
     for split in SPLIT_ORDER:
         for shard in manifest["splits"][split]["shards"]:
+            if shard["path"] in absent:
+                continue
             try:
                 with h5py.File(root / shard["path"], "r", locking=False) as h5:
                     block = {k: h5[k][...] for k in shard["content_sha256"]}
@@ -147,7 +169,7 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
                                        rtol=1e-5, atol=1e-6):
                         report.problems.append(f"{shard['path']} row {i}: stored {name} disagrees with the oracle")
                 report.oracle_rows += 1
-    if not report.problems and digest.hexdigest() != manifest["content_digest"]:
+    if not report.problems and not absent and digest.hexdigest() != manifest["content_digest"]:
         report.problems.append("content_digest differs from the manifest")
 
 
@@ -163,7 +185,9 @@ def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: i
         return  # rows come from a de-duplicated candidate stream; content hashes cover them instead
     config = config_from_dict(task.Config, manifest["config"])
     rng = np.random.default_rng(seed)
-    shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"]]
+    shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"] if sh["path"] not in report.absent]
+    if not shards:
+        return
     for _ in range(k):
         split, shard = shards[int(rng.integers(len(shards)))]
         i = int(rng.integers(shard["sample_start"], shard["sample_stop"]))

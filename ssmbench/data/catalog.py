@@ -1,0 +1,249 @@
+"""Download catalogues: dataset name -> where it is hosted, the manifest's sha256 and the size.
+
+Three sources are merged: the built-in `ssmbench/catalog.json` (empty until datasets are really published),
+`$SSMBENCH_CATALOG` (one or more files separated by the OS path separator) and `--catalog FILE`. A name present in
+two different catalogues is an error naming both, so a download never silently picks one of two pins.
+
+A catalogue is JSON::
+
+    {"format": 1,
+     "datasets": {
+       "shift-64": {
+         "sources": ["https://example.org/ssmbench/shift-64/",
+                     "hf://datasets/ORG/ssmbench@0123abcd/shift-64"],
+         "manifest_sha256": "<sha256 of shift-64/manifest.json>",
+         "num_bytes": 123456,
+         "task": "shift", "task_version": "1", "dataset_id": "shift-64-b9accf39",
+         "description": "Shift, L = 64"}}}
+
+`sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.download` explains the URL forms.
+`resolve_dataset` is what `ssmbench.open_dataset` uses to turn a name into a folder:
+
+>>> import json, tempfile, pathlib
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (tmp / "cat.json").write_text(json.dumps({"format": 1, "datasets": {"demo-8": {
+...     "sources": ["https://example.org/demo-8/"], "manifest_sha256": "ab" * 32, "num_bytes": 2048}}}))
+>>> cat = load_catalog(tmp / "cat.json", env=False)
+>>> cat["demo-8"].sources, cat["demo-8"].num_bytes
+(('https://example.org/demo-8/',), 2048)
+>>> (tmp / "demo-8").mkdir(); _ = (tmp / "demo-8" / "manifest.json").write_text("{}")
+>>> resolve_dataset("demo-8", catalog=tmp / "cat.json", data_root=tmp) == tmp / "demo-8"
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, DatasetError
+
+BUILTIN = "<built-in>"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One dataset a catalogue knows how to fetch."""
+
+    name: str
+    sources: tuple[str, ...]
+    manifest_sha256: str | None = None
+    num_bytes: int | None = None
+    task: str | None = None
+    task_version: str | None = None
+    dataset_id: str | None = None
+    description: str = ""
+    catalog: str = BUILTIN
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sources": list(self.sources), "manifest_sha256": self.manifest_sha256,
+                "num_bytes": self.num_bytes, "task": self.task, "task_version": self.task_version,
+                "dataset_id": self.dataset_id, "description": self.description, "catalog": self.catalog}
+
+
+@dataclass
+class Catalog:
+    """The merged catalogues, by dataset name."""
+
+    entries: dict[str, CatalogEntry] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def __getitem__(self, name: str) -> CatalogEntry:
+        return self.entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.entries))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, name: str) -> CatalogEntry | None:
+        return self.entries.get(name)
+
+
+def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
+    where = f"catalogue {origin}, dataset {name!r}"
+    if not isinstance(raw, dict):
+        raise ConfigError(where, "must be a JSON object")
+    sources = raw.get("sources", [raw["url"]] if "url" in raw else [])
+    if isinstance(sources, str):
+        sources = [sources]
+    if not sources or not all(isinstance(s, str) and s for s in sources):
+        raise ConfigError(where, "needs `sources`, a list of base URLs (https://..., hf://datasets/...)")
+    sha = raw.get("manifest_sha256")
+    if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
+        raise ConfigError(where, f"manifest_sha256 must be 64 lower-case hex digits, got {sha!r}")
+    size = raw.get("num_bytes")
+    if size is not None and not (isinstance(size, int) and size >= 0):
+        raise ConfigError(where, f"num_bytes must be a non-negative integer, got {size!r}")
+    return CatalogEntry(name=name, sources=tuple(sources), manifest_sha256=sha, num_bytes=size,
+                        task=raw.get("task"), task_version=raw.get("task_version"),
+                        dataset_id=raw.get("dataset_id"), description=str(raw.get("description", "")),
+                        catalog=origin)
+
+
+def parse_catalog(obj: Any, origin: str) -> dict[str, CatalogEntry]:
+    """Entries of one catalogue document (already decoded from JSON)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("datasets", {}), dict):
+        raise ConfigError(f"catalogue {origin}", 'must be {"format": 1, "datasets": {NAME: {...}}}')
+    if obj.get("format", 1) != 1:
+        raise ConfigError(f"catalogue {origin}", f"format {obj.get('format')!r} is not supported (this is 1)")
+    return {name: _entry(name, raw, origin) for name, raw in obj.get("datasets", {}).items()}
+
+
+def _read(path: Path) -> dict[str, CatalogEntry]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError("--catalog", f"cannot read {path} ({exc.strerror})",
+                          "pass an existing catalogue JSON file") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError("--catalog", f"{path} is not valid JSON ({exc})") from None
+    return parse_catalog(obj, str(path))
+
+
+def catalog_files(catalog: str | Path | Sequence[str | Path] | None = None, env: bool = True) -> list[Path]:
+    """User catalogue files: `$SSMBENCH_CATALOG` (when `env`) then `catalog`, without repeats."""
+    paths: list[Path] = []
+    if env and os.environ.get("SSMBENCH_CATALOG"):
+        paths += [Path(p) for p in os.environ["SSMBENCH_CATALOG"].split(os.pathsep) if p]
+    if catalog is not None:
+        paths += [Path(catalog)] if isinstance(catalog, (str, Path)) else [Path(p) for p in catalog]
+    unique: list[Path] = []
+    for p in paths:
+        if p.resolve() not in {u.resolve() for u in unique}:
+            unique.append(p)
+    return unique
+
+
+def load_catalog(catalog: str | Path | Sequence[str | Path] | None = None, env: bool = True) -> Catalog:
+    """The built-in catalogue merged with the user's; a name found in two catalogues is a ConfigError."""
+    from importlib import resources
+
+    merged = Catalog()
+    builtin = parse_catalog(json.loads(resources.files("ssmbench").joinpath("catalog.json").read_text()), BUILTIN)
+    sources = [(BUILTIN, builtin)] + [(str(p), _read(p)) for p in catalog_files(catalog, env)]
+    for origin, entries in sources:
+        merged.files.append(origin)
+        for name, entry in entries.items():
+            if name in merged.entries:
+                raise ConfigError("catalogue", f"dataset {name!r} is in both {merged.entries[name].catalog} and "
+                                  f"{origin}", "rename it in one of them or pass only one catalogue")
+            merged.entries[name] = entry
+    return merged
+
+
+def human_bytes(n: int | None) -> str:
+    """
+    >>> human_bytes(1536), human_bytes(None)
+    ('1.5 KiB', '?')
+    """
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def _host(source: str) -> str:
+    if source.startswith("hf://datasets/"):
+        repo = source[len("hf://datasets/"):].split("@")[0]
+        return "hf:" + "/".join(repo.split("/")[:2])
+    return source.split("://", 1)[-1].split("/", 1)[0]
+
+
+def catalog_table(cat: Catalog) -> str:
+    """The `ssmbench ls datasets` table: name, size, task, hosts, catalogue file."""
+    if not len(cat):
+        return ("(no datasets in the catalogues: the built-in one stays empty until datasets are published; "
+                "add yours with --catalog FILE or $SSMBENCH_CATALOG)")
+    rows = [("name", "size", "task", "hosted at", "catalogue")]
+    for name in cat:
+        e = cat[name]
+        task = f"{e.task} v{e.task_version}" if e.task and e.task_version else (e.task or "?")
+        rows.append((name, human_bytes(e.num_bytes), task, ", ".join(dict.fromkeys(map(_host, e.sources))),
+                     e.catalog))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+                     for r in rows)
+
+
+def find_entry(name: str, catalog: str | Path | Sequence[str | Path] | None = None,
+               searched: Path | None = None) -> CatalogEntry:
+    """The catalogue entry for `name`; a DatasetError with close matches when no catalogue has it."""
+    cat = load_catalog(catalog)
+    entry = cat.get(name)
+    if entry is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(cat), n=3, cutoff=0.5)
+        hint = (f"did you mean {' or '.join(map(repr, close))}? " if close else "") + \
+            "list the catalogue with `ssmbench ls datasets`, add one with --catalog FILE, or pass a URL"
+        where = f" in {searched} nor" if searched else ""
+        raise DatasetError(f"no dataset named {name!r}{where} in the catalogues ({', '.join(cat.files)})", hint)
+    return entry
+
+
+def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[str | Path] | None = None,
+                    data_root: str | Path | None = None, download: bool = True) -> Path:
+    """A dataset folder from a path, or from a name: `<data root>/<name>`, downloaded when missing.
+
+    A path (an existing folder, or anything containing a path separator) must hold a `manifest.json`. A name is
+    looked up in the data root first (`data_root`, else `$SSMBENCH_DATA`, else `./data`), then in the catalogues;
+    when `download` is false a missing folder is a DatasetError naming the `ssmbench download` command.
+    """
+    from .build import data_root as default_root
+    from .download import download_dataset, looks_like_url
+
+    text = str(name_or_path)
+    path = Path(name_or_path)
+    if isinstance(name_or_path, Path) or path.is_dir() or os.sep in text or "/" in text or text.startswith("."):
+        if looks_like_url(text):
+            raise DatasetError(f"{text} is a URL", f"download it first: ssmbench download {text} --to DIR")
+        if not (path / "manifest.json").exists():
+            raise DatasetError(f"no dataset at {path}: manifest.json not found",
+                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
+        return path
+    root = default_root(data_root)
+    local = root / text
+    if (local / "manifest.json").exists():
+        return local
+    entry = find_entry(text, catalog, searched=root)
+    if not download:
+        raise DatasetError(f"dataset {text!r} is not in {root}",
+                           f"fetch it with: ssmbench download {text} --to {root}")
+    return download_dataset(entry, to=root).path

@@ -1,0 +1,502 @@
+"""Download a dataset folder over HTTP(S): manifest first, then every file in parallel, resumed and verified.
+
+The flow behind `ssmbench download NAME|URL`:
+
+1. Fetch `manifest.json` (from a catalogue entry's sources in order, or from the URL given) and check its sha256
+   against the catalogue's pin when there is one (a mismatch is a VerificationError, exit 3). URLs are
+   `https://host/path/<name>/` (or that folder's `manifest.json`) and `hf://datasets/<org>/<repo>@<rev>/<name>`,
+   which is read over plain HTTPS from the Hub's file URLs (`$HF_ENDPOINT` overrides the host), so no Hub client
+   is needed.
+2. Select the shards (`splits`, `include` globs); `manifest.json`'s other files (`fixed.npy`, `preview.png`) and
+   the descriptive `README.md` and `croissant.json` always come along.
+3. Skip files already present with the right size and sha256; fetch the rest in parallel to `<file>.part`,
+   resuming a `.part` left by an interrupted run with an HTTP `Range: bytes=<size>-` request (a 206 answer is
+   appended, a 200 answer restarts the file). Transient failures are retried with exponential backoff and jitter,
+   then the next source is tried.
+4. Check each file's size and sha256 against the manifest before renaming it into place; a mismatching file is
+   deleted, never kept. `manifest.json` itself is written last, so a folder whose download failed never looks
+   like a dataset; `.download.json` records the source and which shards were left out on purpose (`--split`,
+   `--include`), so `verify` reports those as absent rather than missing.
+5. Run `verify`'s default level on the folder.
+
+HTTP goes through `requests` (a thread-local `Session` per worker thread for connection reuse): it is the most
+widely used, long-maintained Python HTTP client, streams bodies and passes `Range` headers as-is, and needs nothing
+beyond urllib3. Example, against any server that holds a dataset folder:
+
+    >>> from ssmbench.data.download import download_dataset
+    >>> result = download_dataset("https://host/ssmbench/shift-64/", to="data", splits=["test"])  # doctest: +SKIP
+    >>> result.path, result.fetched_files                                                       # doctest: +SKIP
+    (PosixPath('data/shift-64'), 3)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
+from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256
+
+if TYPE_CHECKING:
+    from .catalog import CatalogEntry
+
+log = logging.getLogger(__name__)
+RECORD = ".download.json"
+DESCRIPTIVE = ("README.md", "croissant.json")  # rendered from the manifest; no checksum covers them
+SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
+
+
+@dataclass(frozen=True)
+class FileItem:
+    """One file to have in the folder; `sha256` None for the descriptive files the manifest does not cover."""
+
+    path: str
+    num_bytes: int | None
+    sha256: str | None
+
+
+@dataclass
+class DownloadResult:
+    path: Path
+    name: str
+    source: str
+    dry_run: bool = False
+    present_files: int = 0
+    fetched_files: int = 0
+    fetched_bytes: int = 0
+    to_fetch: list[FileItem] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+
+    @property
+    def bytes_to_fetch(self) -> int:
+        return sum(f.num_bytes or 0 for f in self.to_fetch)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "name": self.name, "source": self.source, "dry_run": self.dry_run,
+                "present_files": self.present_files, "fetched_files": self.fetched_files,
+                "fetched_bytes": self.fetched_bytes, "files_to_fetch": len(self.to_fetch),
+                "bytes_to_fetch": self.bytes_to_fetch, "to_fetch": [f.path for f in self.to_fetch],
+                "absent": self.absent}
+
+
+class _NotFound(Exception):
+    pass
+
+
+class _Transient(Exception):
+    pass
+
+
+class _Http:
+    """Thread-local requests Sessions plus the retry policy."""
+
+    def __init__(self, retries: int, backoff: float, timeout: float) -> None:
+        self.retries, self.backoff, self.timeout = retries, backoff, timeout
+        self._local = threading.local()
+
+    def session(self) -> Any:
+        s = getattr(self._local, "session", None)
+        if s is None:
+            import requests
+
+            s = requests.Session()
+            s.headers.update({"User-Agent": f"ssmbench/{__version__}", "Accept-Encoding": "identity"})
+            self._local.session = s
+        return s
+
+    def get(self, url: str, headers: dict[str, str] | None = None) -> Any:
+        """A streamed GET; raises _NotFound (404/410), _Transient (network, 408/429/5xx) or DownloadError."""
+        import requests
+
+        try:
+            r = self.session().get(url, headers=headers or {}, stream=True, timeout=self.timeout,
+                                   allow_redirects=True)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise _Transient(_short(exc)) from None
+        if r.status_code in (404, 410):
+            r.close()
+            raise _NotFound(f"HTTP {r.status_code}")
+        if r.status_code in (408, 425, 429) or r.status_code >= 500:
+            r.close()
+            raise _Transient(f"HTTP {r.status_code}")
+        if r.status_code >= 400 and r.status_code != 416:
+            r.close()
+            raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason}",
+                                "check the URL and that the host serves the dataset folder")
+        return r
+
+    def pause(self, attempt: int) -> None:
+        time.sleep(self.backoff * (2 ** attempt) * random.uniform(0.5, 1.5))
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    for needle in ("Connection refused", "Name or service not known", "timed out", "Connection reset",
+                   "Connection aborted", "IncompleteRead", "Temporary failure in name resolution"):
+        if needle in text:
+            return needle.lower()
+    return type(exc).__name__ + (f": {text[:160]}" if text else "")
+
+
+def _fetch_bytes(http: _Http, url: str) -> bytes:
+    import requests
+
+    last = ""
+    for attempt in range(http.retries + 1):
+        try:
+            with http.get(url) as r:
+                if r.status_code == 416:
+                    raise _Transient("HTTP 416")
+                return r.content
+        except requests.RequestException as exc:  # body interrupted
+            last = _short(exc)
+        except _Transient as exc:
+            last = str(exc)
+        if attempt < http.retries:
+            http.pause(attempt)
+    raise _Transient(last)
+
+
+def _transfer(http: _Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> None:
+    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees."""
+    import requests
+    import urllib3
+
+    have = part.stat().st_size if part.exists() else 0
+    if expected is not None and have > expected:
+        part.unlink()
+        have = 0
+    if expected is not None and have == expected and have > 0:
+        return
+    with http.get(url, {"Range": f"bytes={have}-"} if have else None) as r:
+        if r.status_code == 416:  # our partial file is not a prefix of theirs: start again
+            part.unlink(missing_ok=True)
+            with lock:
+                bar.update(-have)
+            raise _Transient("HTTP 416 (range not satisfiable); restarting the file")
+        mode = "wb"
+        if r.status_code == 206:
+            start = _content_range_start(r.headers.get("Content-Range", ""))
+            if start != have:
+                raise _Transient(f"server answered range from {start}, asked from {have}")
+            mode = "ab"
+        elif have:  # 200: the server ignored the range; the body is the whole file
+            with lock:
+                bar.update(-have)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        # read1 hands over whatever has arrived, so a dropped connection loses nothing already received
+        # (iter_content would discard a partly filled chunk); urllib3 before 2.2 lacks it
+        read1 = getattr(r.raw, "read1", None)
+        chunks = iter(lambda: read1(1 << 20, decode_content=False), b"") if read1 else r.iter_content(1 << 20)
+        try:
+            with open(part, mode) as f:
+                try:
+                    for chunk in chunks:
+                        f.write(chunk)
+                        with lock:
+                            bar.update(len(chunk))
+                finally:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:  # dropped mid-body
+            raise _Transient(_short(exc)) from None
+    got = part.stat().st_size
+    if expected is not None and got < expected:
+        raise _Transient(f"connection closed after {got} of {expected} bytes")
+
+
+def _content_range_start(value: str) -> int | None:
+    try:
+        return int(value.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class _Failure:
+    path: str
+    kind: str  # "checksum", "missing" or "network"
+    detail: str
+
+
+def _fetch_file(http: _Http, bases: Sequence[str], root: Path, item: FileItem, bar: Any,
+                lock: threading.Lock) -> _Failure | None:
+    dest = root / item.path
+    part = dest.with_name(dest.name + ".part")
+    problems: list[_Failure] = []
+    for base in bases:
+        url = base + item.path
+        fresh_retry = True
+        for attempt in range(http.retries + 1):
+            resumed = part.exists()
+            try:
+                _transfer(http, url, part, item.num_bytes, bar, lock)
+            except _NotFound as exc:
+                problems.append(_Failure(item.path, "missing", f"{url}: {exc}"))
+                break
+            except _Transient as exc:
+                problems.append(_Failure(item.path, "network", f"{url}: {exc}"))
+                if attempt < http.retries:
+                    http.pause(attempt)
+                continue
+            size = part.stat().st_size
+            if item.sha256 is not None and (size != item.num_bytes or file_sha256(part) != item.sha256):
+                part.unlink()  # never keep bytes that disagree with the manifest
+                with lock:
+                    bar.update(-size)
+                problems.append(_Failure(item.path, "checksum",
+                                         f"{url}: {size} bytes with a sha256 that differs from the manifest"))
+                if resumed and fresh_retry:  # the kept .part may predate a change at the host: once from zero
+                    fresh_retry = False
+                    continue
+                break  # TLS protects transport integrity: the same host would serve the same wrong bytes
+            os.replace(part, dest)
+            return None
+    for kind in ("checksum", "network", "missing"):
+        found = [p for p in problems if p.kind == kind]
+        if found:
+            return found[-1]
+    return _Failure(item.path, "network", "no source")
+
+
+def hf_to_https(source: str) -> str:
+    """`hf://datasets/<org>/<repo>@<revision>/<folder>` -> the Hub's base URL for that folder's files.
+
+    >>> hf_to_https("hf://datasets/org/suite@0123abc/shift-64")
+    'https://huggingface.co/datasets/org/suite/resolve/0123abc/shift-64/'
+    """
+    m = re.fullmatch(r"hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?(/.*)?", source.rstrip("/"))
+    if not m:
+        raise ConfigError("source", f"{source!r} is not hf://datasets/<org>/<repo>[@<revision>][/<folder>]")
+    repo, revision, folder = m.group(1), m.group(2) or "main", (m.group(3) or "").strip("/")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    return f"{endpoint}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
+
+
+def base_url(source: str) -> str:
+    """A source as a base URL ending in '/', under which `manifest.json` and the shards live."""
+    if source.startswith("hf://"):
+        return hf_to_https(source)
+    if source.startswith(("doi:", "https://doi.org/", "s3://", "gs://")):
+        raise ConfigError("source", f"{source!r}: DOI, S3 and GCS sources are not supported by this version",
+                          "use an https:// or hf:// source")
+    if not source.startswith(("http://", "https://")):
+        raise ConfigError("source", f"{source!r} is not a URL", "use https://host/path/<name>/ or hf://datasets/...")
+    if source.endswith("/manifest.json"):
+        source = source[: -len("manifest.json")]
+    return source if source.endswith("/") else source + "/"
+
+
+def looks_like_url(text: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", text)) or text.startswith("doi:")
+
+
+def _sources(source: str | CatalogEntry) -> tuple[CatalogEntry | None, list[str]]:
+    if isinstance(source, str):
+        if not looks_like_url(source):
+            raise DatasetError(f"{source!r} is not a URL", "pass https://host/path/<name>/ or hf://datasets/..., or "
+                               "a catalogue name through `ssmbench download` / `resolve_dataset`")
+        return None, [base_url(source)]
+    return source, [base_url(s) for s in source.sources]
+
+
+def _get_manifest(http: _Http, bases: list[str], pinned: str | None) -> tuple[bytes, list[str]]:
+    failures, mismatches = [], []
+    for i, base in enumerate(bases):
+        try:
+            data = _fetch_bytes(http, base + "manifest.json")
+        except _NotFound as exc:
+            failures.append(f"{base}manifest.json: {exc}")
+            continue
+        except _Transient as exc:
+            failures.append(f"{base}manifest.json: {exc} (after {http.retries + 1} attempts)")
+            continue
+        got = hashlib.sha256(data).hexdigest()
+        if pinned is not None and got != pinned:
+            mismatches.append(f"{base}manifest.json has sha256 {got[:16]}..., the catalogue pins {pinned[:16]}...")
+            continue
+        return data, bases[i:]
+    if mismatches:
+        raise VerificationError("manifest.json does not match the catalogue: " + "; ".join(mismatches),
+                                mismatches, "the host serves another build, or the catalogue is out of date: "
+                                "nothing was downloaded")
+    raise DownloadError("cannot download manifest.json: " + "; ".join(failures),
+                        "check the network and the URL, then re-run the same command")
+
+
+def select_files(manifest: dict[str, Any], splits: Sequence[str] | None = None,
+                 include: Sequence[str] | None = None) -> tuple[list[FileItem], list[str]]:
+    """(files wanted, shard paths left out) for a split and glob selection.
+
+    >>> m = {"splits": {s: {"shards": [{"path": f"{s}/shard-00000-of-00001.h5", "num_bytes": 1, "sha256": "x"}]}
+    ...      for s in ("train", "val", "test")}, "files": []}
+    >>> wanted, left = select_files(m, splits=["validation"])
+    >>> [f.path for f in wanted if f.path.endswith(".h5")], left
+    (['val/shard-00000-of-00001.h5'], ['train/shard-00000-of-00001.h5', 'test/shard-00000-of-00001.h5'])
+    """
+    chosen = set(SPLIT_ORDER)
+    if splits:
+        unknown = [s for s in splits if s not in SPLIT_ALIASES]
+        if unknown:
+            raise ConfigError("--split", f"unknown split {unknown[0]!r}; use train, val (or validation) or test")
+        chosen = {SPLIT_ALIASES[s] for s in splits}
+    wanted: list[FileItem] = []
+    left: list[str] = []
+    for split in SPLIT_ORDER:
+        for shard in manifest["splits"][split]["shards"]:
+            ok = split in chosen and (not include or any(fnmatch.fnmatch(shard["path"], g) for g in include))
+            if ok:
+                wanted.append(FileItem(shard["path"], shard["num_bytes"], shard["sha256"]))
+            else:
+                left.append(shard["path"])
+    if (splits or include) and not wanted:
+        raise ConfigError("--include" if include else "--split", "selects no shard of this dataset",
+                          "shard paths look like train/shard-00000-of-00079.h5")
+    wanted += [FileItem(f["path"], f["num_bytes"], f["sha256"]) for f in manifest.get("files", [])]
+    wanted += [FileItem(p, None, None) for p in DESCRIPTIVE]
+    return wanted, left
+
+
+def _is_present(root: Path, item: FileItem) -> bool:
+    path = root / item.path
+    if not path.is_file():
+        return False
+    if item.sha256 is None:
+        return True
+    return path.stat().st_size == item.num_bytes and file_sha256(path) == item.sha256
+
+
+def _check_manifest(data: bytes, origin: str) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data)
+        name = manifest["name"]
+        _ = [manifest["splits"][s]["shards"] for s in SPLIT_ORDER]
+    except (ValueError, KeyError, TypeError):
+        raise DatasetError(f"{origin}manifest.json is not an ssmbench manifest",
+                           "point at a dataset folder made by `ssmbench generate`") from None
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+        raise DatasetError(f"{origin}manifest.json names the dataset {name!r}, which is not a folder name")
+    return manifest
+
+
+def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *,
+                     splits: Sequence[str] | None = None, include: Sequence[str] | None = None,
+                     dry_run: bool = False, workers: int = 4, retries: int = 4, backoff: float = 0.5,
+                     timeout: float = 30.0, progress: bool = False, verify: bool = True) -> DownloadResult:
+    """Download (or complete) `<to>/<name>` from a URL or a catalogue entry; see the module docstring.
+
+    `source` is a URL (`https://host/path/<name>/`, its `manifest.json`, or `hf://datasets/<org>/<repo>@<rev>/<name>`)
+    or a `CatalogEntry` (`ssmbench.data.catalog.find_entry(name)`), whose pinned manifest sha256 is then enforced.
+    `to` is the data root (default `$SSMBENCH_DATA` or `./data`); the dataset lands in `<to>/<name>`.
+
+    Raises VerificationError (exit 3) when the manifest or a file disagrees with its checksum, DownloadError
+    (exit 1) when a host is unreachable or a file is missing there, ConfigError/DatasetError (exit 2) for bad
+    options or a target folder that holds another build.
+    """
+    from .build import data_root
+
+    if workers < 1:
+        raise ConfigError("--workers", f"must be >= 1, got {workers}")
+    entry, bases = _sources(source)
+    http = _Http(retries, backoff, timeout)
+    manifest_bytes, bases = _get_manifest(http, bases, entry.manifest_sha256 if entry else None)
+    manifest = _check_manifest(manifest_bytes, bases[0])
+    name = manifest["name"]
+    if entry is not None and entry.name != name:
+        raise DatasetError(f"the catalogue's {entry.name!r} points at a manifest named {name!r}",
+                           f"fix the entry in {entry.catalog}")
+    root = data_root(to) / name
+    existing = root / "manifest.json"
+    if existing.exists() and existing.read_bytes() != manifest_bytes:
+        raise DatasetError(f"{root} holds a different build of {name} (its manifest.json differs)",
+                           "download into another --to folder, or remove that folder first")
+    wanted, left_out = select_files(manifest, splits, include)
+    result = DownloadResult(root, name, bases[0], dry_run=dry_run)
+    if dry_run:
+        present = [f for f in wanted if _is_present(root, f)]
+        result.present_files = len(present)
+        result.to_fetch = [f for f in wanted if f not in present]
+        result.absent = [p for p in left_out if not (root / p).exists()]
+        return result
+    from filelock import FileLock, Timeout
+
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(root.parent / f".{name}.download.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise DatasetError(f"another download into {root} is running", "wait for it to finish") from None
+    try:
+        _run(http, bases, root, wanted, result, workers, progress)
+        absent = [p for p in left_out if not (root / p).exists()]
+        result.absent = absent
+        atomic_write_json(root / RECORD, {
+            "source": source if entry is None else f"{entry.name} ({entry.catalog})", "base_url": bases[0],
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "absent": absent,
+            "selection": {"splits": list(splits or []), "include": list(include or [])}})
+        if not existing.exists():
+            atomic_write_bytes(existing, manifest_bytes)  # last: only now does the folder look like a dataset
+    finally:
+        lock.release()
+    if verify:
+        from .verify import raise_for, verify_dataset
+
+        raise_for(verify_dataset(root))
+    return result
+
+
+def _run(http: _Http, bases: list[str], root: Path, wanted: list[FileItem], result: DownloadResult,
+         workers: int, progress: bool) -> None:
+    from tqdm import tqdm
+
+    for stray in root.rglob("*.tmp.*"):  # atomic writes of an earlier run that died mid-write
+        stray.unlink(missing_ok=True)
+    todo = [f for f in wanted if not _is_present(root, f)]
+    result.present_files = len(wanted) - len(todo)
+    result.to_fetch = todo
+    if not todo:
+        return
+    for item in todo:
+        (root / item.path).parent.mkdir(parents=True, exist_ok=True)
+    resumed = sum((root / (f.path + ".part")).stat().st_size for f in todo if (root / (f.path + ".part")).exists())
+    lock = threading.Lock()
+    bar = tqdm(total=sum(f.num_bytes or 0 for f in todo), initial=resumed, unit="B", unit_scale=True,
+               unit_divisor=1024, desc=root.name, file=sys.stderr, disable=not progress, leave=False)
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ssmbench-download") as pool:
+            descriptive = [f for f in todo if f.sha256 is None]
+            checked = [f for f in todo if f.sha256 is not None]
+            failures = [x for x in pool.map(lambda f: _fetch_file(http, bases, root, f, bar, lock), checked) if x]
+            for item in descriptive:  # optional: a host without them still gives a usable dataset
+                if _fetch_file(http, bases, root, item, bar, lock) is not None:
+                    log.warning("%s was not found at the source; `ssmbench card %s` renders it", item.path, root)
+    finally:
+        bar.close()
+    result.fetched_files = sum(1 for f in todo if (root / f.path).exists())
+    result.fetched_bytes = sum((root / f.path).stat().st_size for f in todo if (root / f.path).exists())
+    if not failures:
+        return
+    lines = [f"{f.path}: {f.detail}" for f in failures]
+    bad = [f for f in failures if f.kind == "checksum"]
+    if bad:
+        raise VerificationError(f"{len(bad)} file(s) failed their sha256 check and were not kept, e.g. "
+                                f"{bad[0].path}", lines, "the host serves corrupted files; try another source")
+    missing = [f for f in failures if f.kind == "missing"]
+    first = (missing or failures)[0]
+    raise DownloadError(f"{len(failures)} file(s) could not be downloaded ({len(missing)} missing at the source), "
+                        f"e.g. {first.path}: {first.detail}",
+                        "re-run the same command to resume; files already verified are kept")
