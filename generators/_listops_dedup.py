@@ -1,4 +1,4 @@
-"""De-duplication of ListOps candidates by expression and by operator template (tasks.md 4.7, data-and-io.md 7.3).
+"""De-duplication of ListOps candidates by expression and by operator template (data_cards/listops_subtrees.md, Generation procedure).
 
 Candidate c is drawn from its own key, so candidates are independent of the worker count. Finalize (in the core)
 calls `select_survivors` on their 128-bit hashes: a candidate is dropped when its expression or its template equals
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 DIGIT_MAX = 10
-"""Token ids 1..10 are digits; ids above are operators and `]`, id 0 is padding (tasks.md 4.3)."""
+"""Token ids 1..10 are digits; ids above are operators and `]`, id 0 is padding (the cards' vocabulary)."""
 KEPT, EXPRESSION_DUPLICATE, TEMPLATE_DUPLICATE = 0, 1, 2
 
 

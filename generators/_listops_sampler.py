@@ -1,6 +1,6 @@
 """Shared machinery of the ListOps tasks (`listops_subtrees`, `listops`): vocabulary, tree sampler, schema, oracle.
 
-The process is tasks.md section 4.2. A root tree is drawn **structure first**: the leaf/operator decisions and
+The process is the one in data_cards/listops_subtrees.md (Generation procedure). A root tree is drawn **structure first**: the leaf/operator decisions and
 arities, in preorder, with the tree aborted as soon as its length is certain to reach `max_length` (every pending
 child costs at least one token). Leaf values and operators do not influence acceptance, so they are drawn only for
 the accepted structure; the accepted trees have exactly the distribution of the plain recursive process.
@@ -26,7 +26,7 @@ from ssmbench.api import Field, Spec  # noqa: E402
 from ssmbench.errors import ConfigError, VerificationError  # noqa: E402
 
 PAD, DIGIT_BASE, OP_BASE, CLOSE = 0, 1, 11, 15
-"""Frozen token ids (tasks.md section 4.3): digit d is d + 1, operator code c is 11 + c, `]` is 15."""
+"""Frozen token ids (the vocabulary table of the ListOps data cards): digit d is d + 1, operator code c is 11 + c, `]` is 15."""
 VOCAB: tuple[str, ...] = ("<pad>", *(str(d) for d in range(10)), "[MIN", "[MAX", "[MED", "[SM", "]")
 OPERATORS: tuple[str, ...] = ("MIN", "MAX", "MED", "SM")
 IGNORE_INDEX = -100

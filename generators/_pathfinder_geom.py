@@ -1,4 +1,4 @@
-"""Sub-sample coverage rasteriser for Pathfinder (tasks.md section 5.2), written for Numba.
+"""Sub-sample coverage rasteriser for Pathfinder (dashes, halos, coverage: data_cards/pathfinder.md), written for Numba.
 
 Every shape is a "rounded rectangle": the points within distance `rad` of the closed rectangle whose axis runs
 from the centre of integer pixel p along direction u(theta) = (sin theta, cos theta) for `length` pixels, with

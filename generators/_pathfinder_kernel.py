@@ -1,4 +1,4 @@
-"""Pathfinder per-image algorithm (tasks.md 5.5-5.6) and the batched `prange` kernel.
+"""Pathfinder per-image algorithm (data_cards/pathfinder.md, Generation procedure and Labels) and the batched `prange` kernel.
 
 `render_image` turns one key into one image, its label mask and its metadata; `fill_batch` runs it over samples
 with `prange` (row i depends only on keys[i]). Random draws, in order: connected, margin, then per main-pair
@@ -29,7 +29,7 @@ META = 19
 
 @njit(cache=True)
 def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng):
-    """One attempt at the two main paths (tasks.md 5.5 step 3). On failure occ is rolled back."""
+    """One attempt at the two main paths (the card's procedure, step 2). On failure occ is rolled back."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
     ell = fp[LEN]
@@ -80,7 +80,7 @@ def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rn
 
 @njit(cache=True)
 def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng):
-    """Place up to num_distractors short paths (tasks.md 5.5 step 5). Returns how many were placed."""
+    """Place up to num_distractors short paths (the card's procedure, step 3). Returns how many were placed."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
     placed = 0

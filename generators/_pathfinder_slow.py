@@ -1,10 +1,10 @@
 """A straightforward Pathfinder implementation in plain NumPy/SciPy: the test oracle and the benchmark baseline.
 
-It follows tasks.md section 5 literally, with whole-image float arrays as the reference does: occupancy M in
+It follows the procedure of data_cards/pathfinder.md literally, with whole-image float arrays as the reference does: occupancy M in
 [0, 1], full-size margin images, a full grey dilation of M (scipy) for every extension, copies of (image, M) for
 each distractor attempt, and the available-tail set A computed by shifting the blocked map over the footprint.
 It shares nothing with the Numba kernels except the random stream protocol (the project RNG, drawn in the same
-order), so byte equality between the two is evidence that the fast kernels implement the specification.
+order), so byte equality between the two is evidence that the fast kernels implement that procedure.
 
 Per image it costs seconds at 128 (like the reference), so tests use it on a handful of images.
 """
@@ -149,7 +149,7 @@ class SlowPathfinder:
         return False
 
     def extend(self, path: dict, M: np.ndarray) -> np.ndarray | None:
-        """tasks.md 5.4 on whole images; returns the new M or None on failure (path updated on success)."""
+        """One extension (step 2 of the card's procedure) on whole images; returns the new M or None on failure (path updated on success)."""
         c, S, m = self.c, self.S, self.m
         P = _translate(path["pivot"], path["theta"], self.ell + 2.0 * m)
         disk = np.array([[dy * dy + dx * dx <= m * m for dx in range(-m, m + 1)] for dy in range(-m, m + 1)])

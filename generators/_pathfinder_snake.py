@@ -1,4 +1,4 @@
-"""Pathfinder path growth in Numba: seeding a path's first dash and extending it dash by dash (tasks.md 5.3-5.5).
+"""Pathfinder path growth in Numba: seeding a path's first dash and extending it dash by dash (data_cards/pathfinder.md, step 2).
 
 Occupancy `occ` holds integer sub-sample counts (occupancy value = count / aa^2) so every threshold is an exact
 integer comparison: a pixel is free iff count <= kfree, and an extension is rejected iff some pixel reaches
@@ -78,7 +78,7 @@ def commit_pending(k, ps, occ, st, log, ip, pool, meta):
 
 @njit(cache=True)
 def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
-    """Grow path k by one dash (tasks.md 5.4). Returns False on failure (nothing committed then)."""
+    """Grow path k by one dash (an extension, as the card's step 2 describes it). Returns False on failure (nothing committed then)."""
     ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl = tabs[:11]
     size = ip[SIZE]
     full = ip[AA] * ip[AA]

@@ -1,8 +1,8 @@
 """Pathfinder statistics for the data card: class fractions per split, against the frozen goldens and the reference.
 
 GOLDEN holds the class pixel fractions (0 / 1 / 2) of the first 1,000 train images of root seed 0 for each preset
-(task version 1), frozen when the generator was written; builds must stay within +-20 % of them (tasks.md 5.10).
-REFERENCE holds the reference generator's fractions (tasks.md 5.6), which include its resampling halo.
+(task version 1), frozen when the generator was written; builds must stay within +-20 % of them (a check on the generator, not a property of the paper).
+REFERENCE holds the reference generator's fractions (measured on its own images), which include its resampling halo.
 
 >>> from ssmbench.generators.pathfinder import PRESETS
 >>> md = statistics_markdown(PRESETS["128"], {"val": {"class_pixels": [9000, 700, 300], "connected": [4, 6],
@@ -34,7 +34,7 @@ REFERENCE: dict[str, tuple[float, float, float]] = {
     "256": (0.973, 0.020, 0.007),
     "512": (0.980, 0.016, 0.004),
 }
-"""The reference generator's class fractions (with its Lanczos halo ring labelled as path), tasks.md 5.6."""
+"""The reference generator's class fractions (with its Lanczos halo ring labelled as path): see the card's discrepancies."""
 
 
 def _pct(x: float) -> str:

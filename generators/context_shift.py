@@ -1,4 +1,4 @@
-"""CONTEXT-SHIFT: shift a sequence by an offset encoded in its first two values (tasks.md 3.9).
+"""CONTEXT-SHIFT: shift a sequence by an offset encoded in its first two values (data_cards/context_shift.md).
 
 x' = (cos(2*pi*s/L), sin(2*pi*s/L), x_0 .. x_{L-3}) with s uniform in {0 .. L-3}; the target is x' shifted right by
 s with zero fill (the two-value prefix is shifted too). The offset is stored per sample as `shift`.

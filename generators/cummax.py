@@ -1,4 +1,4 @@
-"""CUMMAX: output the running maximum of the input (DLR paper section 3.1, tasks.md 3.4).
+"""CUMMAX: output the running maximum of the input (DLR paper section 3.1; data_cards/cummax.md).
 
 Worked example (L = 5)::
 

@@ -1,4 +1,4 @@
-"""CUMSUM: output the running sum of the input scaled by 1/sqrt(i+1) (DLR paper section 3.1, tasks.md 3.3).
+"""CUMSUM: output the running sum of the input scaled by 1/sqrt(i+1) (DLR paper section 3.1; data_cards/cumsum.md).
 
 Worked example (L = 4)::
 

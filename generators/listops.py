@@ -1,6 +1,6 @@
 """Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)
 
-The classic Long Range Arena ListOps task (tasks.md section 4.10), built from the same sampler, vocabulary and
+The classic Long Range Arena ListOps task (data_cards/listops.md), built from the same sampler, vocabulary and
 schema as `listops_subtrees`: expressions with 500 < length < 2000 tokens (`lra` preset), padded to 2048. `targets`
 is -100 everywhere except at the root's `]` (position lengths - 1), which holds the value of the whole expression
 (0-9, equal to `root_value`), so token accuracy equals sequence accuracy. Per-node heights and operators are stored

@@ -1,6 +1,6 @@
 """Tag every closing bracket of a long ListOps expression with the value of the subexpression it closes
 
-ListOps-Subtrees (DLR paper section 3.2; tasks.md section 4): a bracketed prefix expression over the digits 0-9 with
+ListOps-Subtrees (DLR paper section 3.2; data_cards/listops_subtrees.md): a bracketed prefix expression over the digits 0-9 with
 the operators MIN, MAX, MED (median, truncated) and SM (sum modulo 10), 7000 < length < 8180 tokens in the `dlr`
 preset, padded to 8192. Every `]` carries the value of its subtree (10 classes); every other position carries -100.
 Per-node heights and operators are stored for the paper's Figure 2 breakdown. Samples are drawn structure-first

@@ -1,4 +1,4 @@
-"""MIPS: at each position output the value whose key best matches the query so far (tasks.md 3.10).
+"""MIPS: at each position output the value whose key best matches the query so far (data_cards/mips.md).
 
 Each position i carries a query q_i, a key k_i and a value v_i (unit vectors in R^D); the target at i is
 v[j*] with j* = argmax_{j <= i} <q_i, k_j> (float64 inner products of the stored float32 vectors, ties to the

@@ -1,4 +1,4 @@
-"""Pathfinder-Segmentation (tasks.md section 5): per-pixel labels of the main paths and of which path is connected.
+"""Pathfinder-Segmentation (data_cards/pathfinder.md): per-pixel labels of the main paths and of which path is connected.
 
 Each image holds two long dashed main paths, short dashed distractor paths (each carrying one circle) and two
 circles on main-path ends: both ends of one path when `label` (connected) is 1, one end of each path otherwise.
@@ -74,7 +74,7 @@ _FLOAT_FIELDS = ("marker_radius", "dash_length", "dash_thickness", "continuity",
 
 @dataclass(frozen=True)
 class PathfinderConfig(TaskConfig):
-    """Parameters of Pathfinder-Segmentation (tasks.md section 5.1); the defaults are the 128 preset."""
+    """Parameters of Pathfinder-Segmentation (the card's Parameters table); the defaults are the 128 preset."""
 
     size: int = 128
     """Image side S; sequences have length S**2."""

@@ -1,4 +1,4 @@
-"""REVERSE: after reading L values and L zeros, output the values in reverse order (tasks.md 3.5).
+"""REVERSE: after reading L values and L zeros, output the values in reverse order (data_cards/reverse.md).
 
 Worked example (L = 3, T = 2L = 6)::
 

@@ -1,4 +1,4 @@
-"""SELECT: copy the M marked values, in order, to the M appended positions (tasks.md 3.7).
+"""SELECT: copy the M marked values, in order, to the M appended positions (data_cards/select.md).
 
 The first L + M positions carry inf-normalised noise; M of them are marked in a second channel; M zeros follow.
 The target is the marked values in position order, aligned with the last M outputs (the appended zeros).

@@ -1,4 +1,4 @@
-"""SELECT-FIXED: SELECT with one fixed set of marked positions shared by every sample (tasks.md 3.7, 3.11).
+"""SELECT-FIXED: SELECT with one fixed set of marked positions shared by every sample (data_cards/select_fixed.md).
 
 The positions are drawn once from `fixed_seed` (with L, M and consecutive), independent of the root seed and the
 split, and stored as `fixed/positions` in every shard and as `fixed.npy` in the dataset folder.

@@ -1,4 +1,4 @@
-"""SHIFT: output the input delayed by `num_shifts` evenly spaced lags (DLR paper section 3.1, tasks.md 3.2).
+"""SHIFT: output the input delayed by `num_shifts` evenly spaced lags (DLR paper section 3.1; data_cards/shift.md).
 
 Worked example (L = 8, num_shifts = 2; lags s_j = floor(j * L / H) = 0, 4)::
 

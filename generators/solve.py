@@ -1,4 +1,4 @@
-"""SOLVE: read the rows of [A | B] and output X with A X = B, A a random orthogonal matrix (tasks.md 3.8).
+"""SOLVE: read the rows of [A | B] and output X with A X = B, A a random orthogonal matrix (data_cards/solve.md).
 
 N is the largest integer with N^2 + 2N <= L (exact integer arithmetic), so the N answer slots fall in the zero
 tail after the N^2 + N data values. A is Haar-distributed: Householder QR of a Gaussian matrix G = QR in Numba

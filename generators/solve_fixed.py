@@ -1,4 +1,4 @@
-"""SOLVE-FIXED: SOLVE with one fixed orthogonal matrix A shared by every sample (tasks.md 3.8, 3.11).
+"""SOLVE-FIXED: SOLVE with one fixed orthogonal matrix A shared by every sample (data_cards/solve_fixed.md).
 
 A is drawn once from `fixed_seed` (with L), independent of the root seed and the split, and stored as `fixed/A`
 in every shard and as `fixed.npy`; only X (and so B) varies per sample.

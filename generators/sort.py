@@ -1,4 +1,4 @@
-"""SORT: after reading L values and L zeros, output them ordered by distance from the first (tasks.md 3.6).
+"""SORT: after reading L values and L zeros, output them ordered by distance from the first (data_cards/sort.md).
 
 Worked example (L = 4, T = 8)::
 
