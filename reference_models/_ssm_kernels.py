@@ -3,7 +3,7 @@
 Private to `ssmbench.reference_models`; it imports only torch, so a model file plus this one can be copied into
 another project. The kernel of a diagonal SSM is `K[k] = sum_n W_n exp(k log_n)`. Writing `k = cT + t` gives
 `K[cT + t] = sum_n (W_n exp(cT log_n)) exp(t log_n)`: one table of `T` powers, one of chunk starts, and real
-batched matrix products over n for all chunks at once (models.md section 12.2). Phases `k * Im log` are formed in
+batched matrix products over n for all chunks at once (docs/models.md, Fast paths). Phases `k * Im log` are formed in
 float64 and reduced mod 2 pi before cos/sin, which keeps the kernel within about 4e-7 (relative) at any length.
 """
 

@@ -1,7 +1,7 @@
 """ATTENTION: the DLR paper's attention baseline, 4 heads with rotary embeddings and a learnable temperature.
 
 The DLR layer's convolution is replaced by multi-head attention; the mixer returns `u + GELU(O(MHA(u)))`
-(models.md section 5). Queries are multiplied by one learnable scalar initialised to d_head^(-1/2) after RoPE, and
+(docs/models.md, Reference models). Queries are multiplied by one learnable scalar initialised to d_head^(-1/2) after RoPE, and
 the fused `scaled_dot_product_attention` runs with scale 1 and `is_causal`.
 
 Example:

@@ -2,7 +2,7 @@
 
 Each channel h convolves its input with `K_h[k] = cast(sum_n W_hn Lambda_n^k)`, where one Lambda vector,
 `Lambda_n = exp(-a_n^2 + i b_n)`, is shared by all channels (and by both directions when bidirectional), then
-adds `D * u` and applies GELU (models.md section 3). Complex numbers stay inside; parameters are real.
+adds `D * u` and applies GELU (docs/models.md, Reference models). Complex numbers stay inside; parameters are real.
 
 Example:
     >>> import torch

@@ -1,7 +1,7 @@
 """DSS_EXP: the diagonal state space of Gupta et al., discretised with zero-order hold, as a long convolution.
 
 `Lambda_n = -exp(l_n) + i b_n` is shared by all channels, each channel has its own step `dt_h`, and
-`K_h[k] = Re sum_n W_hn (exp(dt_h Lambda_n) - 1) / Lambda_n * exp(k dt_h Lambda_n)` (models.md section 4).
+`K_h[k] = Re sum_n W_hn (exp(dt_h Lambda_n) - 1) / Lambda_n * exp(k dt_h Lambda_n)` (docs/models.md, Reference models).
 The layer is `GELU(K * u + D u)`, with a two-sided kernel when bidirectional.
 
 Example:

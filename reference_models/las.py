@@ -1,7 +1,7 @@
 """LaS: local-and-smooth attention (Zimerman and Wolf), ELD-decayed logits and average-pooled attention rows.
 
-Per head c: `AP(softmax(exp(-alpha_c D) * q k^T / sqrt(d)))` v with a causal mask (LaS paper Eq. 3, models.md
-section 7). Pooling rows of the attention matrix equals box-filtering V, so the default post-softmax pooling runs
+Per head c: `AP(softmax(exp(-alpha_c D) * q k^T / sqrt(d)))` v with a causal mask (LaS paper Eq. 3; docs/models.md,
+Reference models). Pooling rows of the attention matrix equals box-filtering V, so the default post-softmax pooling runs
 as a filter on V followed by attention. In the causal case the decay factorises,
 `exp(-alpha (i - j)) = exp(-alpha (i - c)) exp(alpha (j - c))`, and folds into q and k, so fused causal attention
 runs it (while alpha L / 2 <= 60); otherwise attention is computed in query blocks that are recomputed in the

@@ -1,7 +1,7 @@
 """LaS-chunk: local-and-smooth attention computed independently inside non-overlapping chunks of 128 positions.
 
 ELD distances, causal masks and the average pooling (a box filter on V, zero-padded at chunk edges) never cross a
-chunk boundary, so chunks do not communicate inside one layer and the cost is linear in L (models.md section 7.5).
+chunk boundary, so chunks do not communicate inside one layer and the cost is linear in L (docs/models.md, Reference models).
 Options and defaults are those of LaS; `ap_mode="centered"` leaks future tokens and sets `causal = False`.
 
 Example:

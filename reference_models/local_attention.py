@@ -2,7 +2,7 @@
 
 Same module as ATTENTION (4 heads, RoPE with global positions, learnable temperature, `u + GELU(O(.))`), but the
 queries of chunk w = floor(i / c) attend only to the keys of chunks w-1 and w (causal, j <= i) or w-1, w and w+1
-(bidirectional), models.md section 6. This is not a sliding window: the visible context depends on the offset
+(bidirectional); see docs/models.md. This is not a sliding window: the visible context depends on the offset
 inside the chunk. Computed blockwise: each chunk's queries against its neighbours' keys, with boolean masks that
 all chunks share, so fused attention applies and no score matrix is stored.
 

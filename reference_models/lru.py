@@ -2,7 +2,7 @@
 
 `x_k = Lambda x_{k-1} + exp(gamma_log) * (B u_k)`, `y_k = Re(C x_k) + D u_k`, with
 `Lambda = exp(-exp(nu_log) + i exp(theta_log))` initialised uniformly on a ring r_min <= |Lambda| <= r_max with
-phase in [0, max_phase], and `gamma = sqrt(1 - |Lambda|^2)` (models.md section 9). The mixer returns GELU(y).
+phase in [0, max_phase], and `gamma = sqrt(1 - |Lambda|^2)` (docs/models.md, Reference models). The mixer returns GELU(y).
 Bidirectional: a second scan over the reversed sequence shares Lambda, gamma and B and has its own C.
 
 Example:

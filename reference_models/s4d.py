@@ -1,7 +1,7 @@
 """S4D: a diagonal state space with per-channel A, zero-order hold and S4D-Lin initialisation.
 
 N counts real state dimensions: N/2 complex modes are stored and their conjugates are implied, so
-`K_h[k] = 2 Re sum_n C_hn (exp(dt_h A_hn) - 1) / A_hn * exp(k dt_h A_hn)` (models.md section 8). The layer is
+`K_h[k] = 2 Re sum_n C_hn (exp(dt_h A_hn) - 1) / A_hn * exp(k dt_h A_hn)` (docs/models.md, Reference models). The layer is
 `GELU(K * u + D u)`; A, dt and C are per channel, unlike DLR's shared Lambda.
 
 Example:
