@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from ssmbench.registry import get_task
 from ssmbench.seeding import keys_for
 

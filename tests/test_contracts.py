@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import all_equal, draw, rows, tiny_config
 from ssmbench import api, registry
 from ssmbench.config import apply_overrides
 from ssmbench.errors import ConfigError, SsmbenchError
 from ssmbench.registry import get_task
 from ssmbench.seeding import keys_for
+from support import all_equal, draw, rows, tiny_config
 
 
 def test_spec_matches_generate(task_name):
@@ -137,7 +137,7 @@ def test_every_hook_has_a_default_and_a_docstring():
     each carries a docstring (methods: __doc__; class attributes: the string literal after them)."""
     source = ast.parse(inspect.getsource(api.Task))
     body = source.body[0].body
-    documented = {node.target.id for node, nxt in zip(body, body[1:]) if isinstance(node, ast.AnnAssign)
+    documented = {node.target.id for node, nxt in zip(body, body[1:], strict=False) if isinstance(node, ast.AnnAssign)
                   and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)}
     required = {"name", "version", "Config", "presets", "default_preset", "default_n", "spec", "generate", "oracle"}
     for hook in api.declared_hooks():
@@ -191,9 +191,9 @@ def plugin_registry(monkeypatch):
 
 
 def test_a_minimal_plugin_builds_with_every_hook_at_its_default(plugin_registry, tmp_path):
+    from plugin_tasks import ResiduesConfig
     from ssmbench.data.build import generate_dataset
     from ssmbench.data.verify import verify_dataset
-    from plugin_tasks import ResiduesConfig
 
     result = generate_dataset("residues", ResiduesConfig(), out=tmp_path, n=20, samples_per_shard=8)
     manifest = result.manifest
@@ -209,8 +209,8 @@ def test_a_plugin_brings_its_own_deduplication(plugin_registry, tmp_path):
     """Residues modulo 25 repeat among the candidates; the default rules keep the first of each, in key order."""
     import h5py
 
-    from ssmbench.data.build import generate_dataset
     from plugin_tasks import ResiduesConfig
+    from ssmbench.data.build import generate_dataset
 
     config = ResiduesConfig(modulus=25)
     result = generate_dataset("distinct_residues", config, out=tmp_path, n=20, samples_per_shard=8)
