@@ -1,4 +1,4 @@
-"""`python -m ssmbench` runs the CLI (prefer the `ssmbench` console script; see design.md section 2)."""
+"""`python -m ssmbench` runs the CLI (prefer the `ssmbench` console script)."""
 
 from ssmbench.cli import main
 

@@ -244,7 +244,7 @@ def undeclared_names(cls: type) -> list[str]:
 
 @runtime_checkable
 class Mixer(Protocol):
-    """A sequence mixer (a torch.nn.Module): (B, L, D) -> (B, L, D). See models.md section 14.1."""
+    """A sequence mixer (a torch.nn.Module): (B, L, D) -> (B, L, D). See docs/models.md (A mixer)."""
 
     causal: bool
 

@@ -1,6 +1,6 @@
 """Per-sample keys: every sample is a pure function of (task, version, config, root seed, split, index).
 
-Scheme "splitmix64-v1" (design.md section 4)::
+Scheme "splitmix64-v1" (recorded in every manifest as `seeding.scheme`)::
 
     stream    = first 8 bytes (little-endian) of sha256(canonical_json({task, version, config}))
     key(s, i) = sm(sm(sm(sm(root_seed) ^ stream) ^ split_id[s]) ^ i)        with sm = one SplitMix64 step

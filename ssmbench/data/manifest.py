@@ -1,6 +1,6 @@
 """Finalize a dataset folder: collect shard sidecars into manifest.json, write fixed.npy, render the card.
 
-The manifest is the contract (data-and-io.md section 1.1): readers trust it, not directory listings.
+The manifest is the contract: readers trust it, not directory listings.
 `content_digest` is a sha256 over every row hash in split and sample order, so it does not depend on shard
 boundaries, worker counts or codecs.
 """

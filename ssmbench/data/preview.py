@@ -61,7 +61,7 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     """Write a PNG grid of the first `n` samples of `split` (default `DIR/preview.png`); returns its path.
 
     Args:
-        dataset_dir: a dataset folder with `manifest.json` (data-and-io.md section 1).
+        dataset_dir: a dataset folder with `manifest.json` (README: The dataset folder).
         n: number of samples to show.
         out: where to write the PNG.
         predictions: optional predicted classes (n, S, S) or (n, S*S), or logits with a trailing class axis, for

@@ -4,7 +4,7 @@ A plan is a pure function of the split sizes and `samples_per_shard`; a shard jo
 temporary name in the same folder, fsyncs, renames it into place, and then writes a sidecar
 (`.build/<split>/<shard>.json`, plus the per-row content hashes) atomically. A final file without a matching
 sidecar is regenerated, so a killed run leaves nothing that looks complete. Layout and settings:
-data-and-io.md sections 2 and 3.
+README, The dataset folder.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Verify a dataset folder against its manifest: checksums and structure, then (deep) contents and oracles.
 
-Levels (data-and-io.md section 4): the default checks every listed file's size and sha256, unlisted shards,
+Levels (README: The dataset folder): the default checks every listed file's size and sha256, unlisted shards,
 contiguous sample ranges and each shard's datasets and root attributes (metadata only). `deep` also decodes every
 chunk (fletcher32 fires on corruption), recomputes the per-field content hashes and the content digest, runs the
 task's oracle on a few rows per split, and regenerates `regenerate` samples to compare bytes.

@@ -6,7 +6,7 @@
        with Layer(u) = OutProj(Drop(Mixer(u))), OutProj in {linear, glu, none}
     -> final Norm (pre-norm only) -> keep the rightmost l_output positions -> Linear(H -> d_output)
 
-See models.md section 2. Every mixer output is checked (shape and dtype) and a mismatch raises an
+See docs/models.md (The backbone). Every mixer output is checked (shape and dtype) and a mismatch raises an
 `SsmbenchError` naming the model.
 """
 
@@ -132,7 +132,7 @@ class SequenceModel(nn.Module):
             spec: the task's shape specification. mixer: a mixer class (called once per layer as
                 `mixer(d_model, l_max=..., bidirectional=..., dropout=..., layer_idx=..., **mixer_kwargs)`; the
                 standard arguments its signature does not name are left out).
-            d_model, n_layers, norm, prenorm, out_proj, dropout: the backbone settings (models.md section 2).
+            d_model, n_layers, norm, prenorm, out_proj, dropout: the backbone settings (docs/models.md, The backbone).
             bidirectional: passed to the mixers. l_max: longest length (default spec.seq_len).
             norm_eps: epsilon of the scalar LayerNorm (0 in paper presets). name: model name for error messages.
         """

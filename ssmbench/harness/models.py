@@ -1,4 +1,4 @@
-"""Resolve `--model` into an nn.Module for a task's Spec, and check causality (models.md section 14).
+"""Resolve `--model` into an nn.Module for a task's Spec, and check causality (docs/models.md, Plugging in your own model).
 
 One rule: a `torch.nn.Module` subclass is a sequence mixer and is wrapped in `ssmbench.harness.backbone.SequenceModel`;
 any other callable is a factory `build(spec, **hparams)` that returns the whole model. `--model` is a registered
@@ -184,7 +184,7 @@ def check_model_output(y: Any, x: torch.Tensor, spec: Spec, name: str) -> None:
 
 @dataclass
 class CausalityReport:
-    """Result of the perturbation check of models.md section 14.5."""
+    """Result of the perturbation check of `check_causality`."""
 
     passed: bool
     name: str
@@ -216,7 +216,7 @@ def _cut_points(T: int, l_output: int, seed: int) -> list[int]:
 def check_causality(model: nn.Module, x: torch.Tensor, *, x_alt: torch.Tensor | None = None,
                     l_output: int | None = None, vocab_size: int | None = None, seed: int = 0, grad: bool = False,
                     name: str | None = None) -> CausalityReport:
-    """Perturb the future, check that the past outputs do not move (models.md section 14.5).
+    """Perturb the future, check that the past outputs do not move.
 
     Args:
         model: a mixer ((B, T, H) -> (B, T, H)), a `SequenceModel` (checked before the crop, all T positions) or

@@ -1,4 +1,4 @@
-"""Optimiser parameter groups from per-parameter `_optim` hints or a module's own `param_groups` (models.md 10, 14.4).
+"""Optimiser parameter groups from per-parameter `_optim` hints or a module's own `param_groups` (docs/models.md, Optimiser hints).
 
 Group 0 holds every parameter without a hint (global learning rate and weight decay). Each distinct hint dict gets
 one more group that inherits the global settings and overrides what the hint names. Hint keys:
