@@ -7,6 +7,7 @@ importlib.resources, so wheel installs work), the manifest and its stored statis
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,31 @@ CITATIONS = """- Gupta, Mehta, Berant. *Simplifying and Understanding State Spac
 - Tay et al. *Long Range Arena: A Benchmark for Efficient Transformers*. ICLR 2021.
 - Linsley et al. *Learning long-range spatial dependencies with horizontal gated recurrent units*. NeurIPS 2018 (Pathfinder).
 - Nangia and Bowman. *ListOps: A Diagnostic Dataset for Latent Tree Learning*. NAACL SRW 2018."""
+BIBTEX = """@article{gupta2022simplifying,
+  title   = {Simplifying and Understanding State Space Models with Diagonal Linear RNNs},
+  author  = {Gupta, Ankit and Mehta, Harsh and Berant, Jonathan},
+  journal = {arXiv preprint arXiv:2212.00768},
+  year    = {2022}
+}"""
+# The JSON-LD context mlcroissant 1.1 expects (its `make_context` for conformsTo 1.1); without `@language` the
+# validator crashes, and a context missing any of these keys draws a "not standard" warning.
+CROISSANT_CONTEXT: dict[str, Any] = {
+    "@language": "en", "@vocab": "https://schema.org/", "arrayShape": "cr:arrayShape", "citeAs": "cr:citeAs",
+    "column": "cr:column", "conformsTo": "dct:conformsTo", "containedIn": "cr:containedIn",
+    "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"}, "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/", "description": {"@container": "@language"},
+    "equivalentProperty": "cr:equivalentProperty", "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract", "field": "cr:field", "fileProperty": "cr:fileProperty", "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet", "format": "cr:format", "includes": "cr:includes", "isArray": "cr:isArray",
+    "isLiveDataset": "cr:isLiveDataset", "jsonPath": "cr:jsonPath", "key": "cr:key", "md5": "cr:md5",
+    "name": {"@container": "@language"}, "parentField": "cr:parentField", "path": "cr:path",
+    "recordSet": "cr:recordSet", "references": "cr:references", "regex": "cr:regex", "repeated": "cr:repeated",
+    "replace": "cr:replace", "samplingRate": "cr:samplingRate", "sc": "https://schema.org/",
+    "separator": "cr:separator", "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
+}
+MEDIA_TYPES = {".json": "application/json", ".md": "text/markdown", ".png": "image/png", ".npy": "application/x-npy",
+               ".h5": "application/x-hdf5"}
 
 
 def source_card(task_name: str) -> tuple[dict[str, str], str]:
@@ -63,7 +89,52 @@ def _generic_statistics(manifest: dict[str, Any]) -> str:
     return "| split | statistic | value |\n|---|---|---|\n" + "\n".join(lines)
 
 
-def render_card(manifest: dict[str, Any]) -> str:
+def stored_fields(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every per-sample dataset of a shard: the spec's fields plus `sample_id` (the `fixed/` group is not one)."""
+    fields = {k: {"dtype": f["dtype"], "shape": list(f["shape"])} for k, f in manifest["spec"]["fields"].items()}
+    fields.setdefault("sample_id", {"dtype": "int64", "shape": []})
+    return fields
+
+
+def hf_feature(name: str, dtype: str, shape: list[int]) -> dict[str, Any]:
+    """One entry of the card's `dataset_info.features`, in the Hugging Face YAML form.
+
+    >>> hf_feature("label", "uint8", [])
+    {'name': 'label', 'dtype': 'uint8'}
+    >>> hf_feature("targets", "int8", [128])
+    {'name': 'targets', 'list': 'int8', 'length': 128}
+    >>> hf_feature("inputs", "float32", [64, 3])
+    {'name': 'inputs', 'dtype': {'array2_d': {'shape': [64, 3], 'dtype': 'float32'}}}
+    """
+    import numpy as np
+
+    value = np.dtype(dtype).name
+    if not shape:
+        return {"name": name, "dtype": value}
+    if len(shape) == 1:
+        return {"name": name, "list": value, "length": int(shape[0])}
+    if len(shape) > 5:
+        raise ValueError(f"field {name!r} has {len(shape)} dimensions per sample; Hugging Face arrays stop at 5")
+    return {"name": name, "dtype": {f"array{len(shape)}_d": {"shape": [int(s) for s in shape], "dtype": value}}}
+
+
+def _yaml_str(text: str) -> str:
+    """A YAML scalar for `text`: plain when that cannot be misread, else a JSON (= YAML double-quoted) string.
+
+    >>> _yaml_str("ssmbench shift-64"), _yaml_str("1"), _yaml_str("yes"), _yaml_str("a: b")
+    ('ssmbench shift-64', '"1"', '"yes"', '"a: b"')
+    """
+    plain = re.fullmatch(r"[A-Za-z][A-Za-z0-9_ .=/-]*[A-Za-z0-9_.]|[A-Za-z]", text)
+    special = text.lower() in {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
+    return text if plain and not special else json.dumps(text)
+
+
+def _yaml_lines(key: str, items: list[dict[str, Any]], indent: str) -> list[str]:
+    """`key:` then one JSON flow mapping per item (JSON is valid YAML, and this keeps the card deterministic)."""
+    return [f"{indent}{key}:", *[f"{indent}  - {json.dumps(item)}" for item in items]]
+
+
+def render_card(manifest: dict[str, Any], manifest_sha256: str | None = None) -> str:
     task = get_task(manifest["task"])
     _, body = source_card(manifest["task"])
     template = resources.files("ssmbench.data_cards").joinpath("_template.md").read_text()
@@ -80,6 +151,11 @@ def render_card(manifest: dict[str, Any]) -> str:
     stats = task.statistics_markdown(config_from_dict(task.Config, manifest["config"]), manifest.get("statistics", {}))
     stats = stats or _generic_statistics(manifest) or "No per-split statistics are recorded for this task."
     preview = "![samples](preview.png)\n" if any(f["path"] == "preview.png" for f in manifest.get("files", [])) else ""
+    shards = [sh["path"] for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"]]
+    fixed = next((f for f in manifest.get("files", []) if f["path"] == "fixed.npy"), None)
+    fixed_note = (f" Every shard also holds `{fixed.get('describes', 'fixed/')}`, the object shared by all samples "
+                  "(identical in every shard and saved as `fixed.npy`); the card's `features` leave it out, since it "
+                  "is not a per-sample column." if fixed else "")
     values = {
         "name": manifest["name"], "task": manifest["task"], "task_version": manifest["task_version"],
         "dataset_id": manifest["dataset_id"], "root_seed": manifest["seeding"]["root_seed"],
@@ -89,58 +165,123 @@ def render_card(manifest: dict[str, Any]) -> str:
         "task_card": body.strip(), "statistics": stats.strip(), "preview": preview, "citations": CITATIONS,
         "environment": ", ".join(f"{k} {v}" for k, v in manifest.get("environment", {}).items()),
         "summary": task.__doc__.strip().splitlines()[0] if task.__doc__ else manifest["task"],
+        "first_shard": shards[0] if shards else "train/shard-00000-of-00001.h5", "fixed_note": fixed_note,
+        "bibtex": BIBTEX,
     }
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", str(value))
-    front = [
-        "---", f"pretty_name: ssmbench {manifest['name']}", "license: cc-by-4.0",
+    return "\n".join(["---", *front_matter(manifest, task.hf_task_category, manifest_sha256), "---", ""]) + template
+
+
+def config_entry(manifest: dict[str, Any], prefix: str = "") -> list[str]:
+    """One item of the card's `configs` list; `prefix` puts the files under a sub-folder (a collection card)."""
+    data_files = [{"split": HF_SPLIT[s], "path": f"{prefix}{s}/*.h5"} for s in SPLIT_ORDER
+                  if manifest["splits"][s]["num_samples"]]
+    return [f"  - config_name: {_yaml_str(manifest['name'])}", *_yaml_lines("data_files", data_files, "    ")]
+
+
+def info_entry(manifest: dict[str, Any]) -> list[str]:
+    """One item of the card's `dataset_info` list: every per-sample field with its dtype and shape."""
+    features = [hf_feature(k, f["dtype"], f["shape"]) for k, f in stored_fields(manifest).items()]
+    return [f"  - config_name: {_yaml_str(manifest['name'])}", *_yaml_lines("features", features, "    ")]
+
+
+def front_matter(manifest: dict[str, Any], task_category: str = "other", manifest_sha256: str | None = None) -> list[str]:
+    """The Hugging Face dataset card YAML (without the `---` lines) of one dataset folder.
+
+    `configs` maps ssmbench's splits to HF's names (val -> validation); `dataset_info.features` declares every
+    per-sample field with its dtype and shape, so `datasets.load_dataset(folder)` reads exactly those columns.
+    """
+    n_total = sum(manifest["splits"][s]["num_samples"] for s in SPLIT_ORDER)
+    q = _yaml_str
+    lines = [
+        f"pretty_name: {q('ssmbench ' + manifest['name'])}", "license: cc-by-4.0",
         "tags: [synthetic, long-range, benchmark, state-space-models, hdf5, ssmbench]",
         "annotations_creators: [machine-generated]", "source_datasets: [original]",
-        f"size_categories: [{size_category(n_total)}]",
-        f"task_categories: [{task.hf_task_category}]",
-        "configs:", f"  - config_name: {manifest['name']}", "    data_files:",
-        *[f'      - {{split: {HF_SPLIT[s]}, path: "{s}/*.h5"}}' for s in SPLIT_ORDER
-          if manifest["splits"][s]["num_samples"]],
-        "ssmbench:", f"  task: {manifest['task']}", f'  task_version: "{manifest["task_version"]}"',
-        f"  dataset_id: {manifest['dataset_id']}", f"  root_seed: {manifest['seeding']['root_seed']}",
-        f'  regenerate: "{values["regenerate"]}"', "---", "",
+        f"size_categories: [{size_category(n_total)}]", f"task_categories: [{task_category}]",
+        "configs:", *config_entry(manifest), "dataset_info:", *info_entry(manifest),
+        "ssmbench:", f"  task: {q(manifest['task'])}", f"  task_version: {json.dumps(str(manifest['task_version']))}",
+        f"  dataset_id: {q(manifest['dataset_id'])}", f"  root_seed: {manifest['seeding']['root_seed']}",
+        f"  content_digest: {json.dumps(manifest['content_digest'])}",
     ]
-    return "\n".join(front) + template
+    if manifest_sha256:
+        lines.append(f"  manifest_sha256: {json.dumps(manifest_sha256)}")
+    lines.append(f"  regenerate: {q(_regenerate_command(manifest))}")
+    return lines
 
 
-def croissant(manifest: dict[str, Any], root: Path) -> dict[str, Any]:
-    """Croissant 1.1 JSON-LD describing the files (no RecordSets: mlcroissant has no HDF5 reader)."""
+def _file_object(root: Path, rel: str, sha256: str | None = None, description: str = "") -> dict[str, Any]:
+    path = root / rel
+    return {"@type": "cr:FileObject", "@id": rel, "name": rel, "description": description, "contentUrl": rel,
+            "encodingFormat": MEDIA_TYPES.get(path.suffix, "application/octet-stream"),
+            "contentSize": f"{path.stat().st_size} B", "sha256": sha256 or file_sha256(path)}
+
+
+def croissant(manifest: dict[str, Any], root: Path, url: str | None = None) -> dict[str, Any]:
+    """Croissant 1.1 JSON-LD describing the dataset and its files, with no RecordSets.
+
+    Croissant cannot address arrays inside HDF5 files (mlcroissant has no HDF5 reader), so, as its maintainers
+    advise for HDF5 data, the document describes the dataset and its resources: `manifest.json`, `README.md` and the
+    manifest's other files as FileObjects with their sha256, and each split's shards as a FileSet of
+    `application/x-hdf5` files. The manifest lists every shard's size and sha256, so its hash here chains the trust
+    down to every byte. The arrays are described in `description` and `variableMeasured` (name, dtype, shape).
+    """
+    fields = stored_fields(manifest)
     distribution: list[dict[str, Any]] = [
-        {"@type": "cr:FileObject", "@id": "manifest.json", "name": "manifest.json", "contentUrl": "manifest.json",
-         "encodingFormat": "application/json", "sha256": file_sha256(root / "manifest.json")},
-        {"@type": "cr:FileObject", "@id": "README.md", "name": "README.md", "contentUrl": "README.md",
-         "encodingFormat": "text/markdown"},
+        _file_object(root, "manifest.json", description="The index: config, seeds, every shard with its sample "
+                     "range, byte size, sha256 and the sha256 of each decoded array."),
+        _file_object(root, "README.md", description="The data card (Hugging Face front matter and datasheet)."),
     ]
     for f in manifest.get("files", []):
-        distribution.append({"@type": "cr:FileObject", "@id": f["path"], "name": f["path"], "contentUrl": f["path"],
-                             "sha256": f["sha256"]})
+        distribution.append(_file_object(root, f["path"], f["sha256"], f.get("describes", "")))
     for split in SPLIT_ORDER:
-        if manifest["splits"][split]["num_samples"]:
-            distribution.append({"@type": "cr:FileSet", "@id": f"{split}-shards", "name": f"{split} shards",
-                                 "includes": f"{split}/*.h5", "encodingFormat": "application/x-hdf5"})
-    return {
-        "@context": {"@vocab": "https://schema.org/", "cr": "http://mlcommons.org/croissant/",
-                     "rai": "http://mlcommons.org/croissant/RAI/"},
-        "@type": "Dataset", "conformsTo": "http://mlcommons.org/croissant/1.1", "name": manifest["name"],
-        "description": f"ssmbench synthetic dataset {manifest['name']} (task {manifest['task']}, version "
-                       f"{manifest['task_version']}); arrays are described in manifest.json and README.md.",
-        "license": "https://creativecommons.org/licenses/by/4.0/", "version": manifest["task_version"],
-        "citeAs": "Gupta, Mehta, Berant. Simplifying and Understanding State Space Models with Diagonal Linear RNNs.",
+        info = manifest["splits"][split]
+        if info["num_samples"]:
+            distribution.append({
+                "@type": "cr:FileSet", "@id": f"{split}-shards", "name": f"{split}-shards",
+                "description": f"The {split} split: {info['num_samples']} samples in {len(info['shards'])} HDF5 "
+                               "shard(s); manifest.json lists each one's sample range, size and sha256.",
+                "encodingFormat": "application/x-hdf5", "includes": f"{split}/*.h5"})
+    arrays = "; ".join(f"{k} ({f['dtype']}, per-sample shape ({', '.join(map(str, f['shape']))}))"
+                       for k, f in fields.items())
+    task = get_task(manifest["task"])
+    summary = task.__doc__.strip().splitlines()[0] if task.__doc__ else manifest["task"]
+    doc: dict[str, Any] = {
+        "@context": CROISSANT_CONTEXT, "@type": "sc:Dataset", "conformsTo": "http://mlcommons.org/croissant/1.1",
+        "name": manifest["name"],
+        "description": (
+            f"ssmbench synthetic dataset {manifest['name']} (task {manifest['task']}, version "
+            f"{manifest['task_version']}, dataset id {manifest['dataset_id']}): {summary}. Each split is a set of "
+            f"HDF5 shards whose datasets share the first dimension (the sample): {arrays}. Read them with any HDF5 "
+            "library (gzip and fletcher32 only, no plugins), with ssmbench.open_dataset, or with Hugging Face "
+            "datasets.load_dataset on the folder; README.md explains each field."),
+        "license": "https://creativecommons.org/licenses/by/4.0/", "version": f"{manifest['task_version']}.0.0",
+        "datePublished": manifest.get("created_utc", "")[:10] or None,
+        "creator": {"@type": "sc:Organization", "name": "ssmbench"},
+        "keywords": ["synthetic", "long-range", "benchmark", "state-space-models", "hdf5", "ssmbench",
+                     manifest["task"]],
+        "citeAs": BIBTEX,
+        "isLiveDataset": False,
+        "variableMeasured": [{"@type": "sc:PropertyValue", "name": k,
+                              "description": f"{f['dtype']} array, per-sample shape ({', '.join(map(str, f['shape']))})"}
+                             for k, f in fields.items()],
         "rai:dataCollection": "Machine-generated by ssmbench; every sample is a pure function of the recorded "
-                              "config, root seed, split and index.",
-        "rai:dataLimitations": "Synthetic data; see the deviations section of README.md.",
-        "rai:dataUseCases": "Benchmarking long-range sequence models.",
+                              "config, root seed, split and index, so the data can be regenerated and compared by "
+                              "content hash.",
+        "rai:dataLimitations": "Synthetic data probing specific long-range abilities; see the task description and "
+                               "the recorded deviations from the reference implementation in README.md.",
+        "rai:dataUseCases": "Benchmarking and diagnosing long-range sequence models (state space models, linear "
+                            "RNNs, attention).",
+        "rai:personalSensitiveInformation": "None: the data is generated, not collected.",
         "distribution": distribution,
     }
+    if url:
+        doc["url"] = url
+    return {k: v for k, v in doc.items() if v is not None}
 
 
-def write_card(root: Path, manifest: dict[str, Any]) -> Path:
-    """Render README.md and croissant.json into the dataset folder."""
-    atomic_write_bytes(root / "README.md", render_card(manifest).encode())
-    atomic_write_json(root / "croissant.json", croissant(manifest, root))
+def write_card(root: Path, manifest: dict[str, Any], url: str | None = None) -> Path:
+    """Render README.md (which pins manifest.json's sha256) and then croissant.json (which pins both)."""
+    atomic_write_bytes(root / "README.md", render_card(manifest, file_sha256(root / "manifest.json")).encode())
+    atomic_write_json(root / "croissant.json", croissant(manifest, root, url))
     return root / "README.md"

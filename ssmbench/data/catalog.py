@@ -20,7 +20,7 @@ A catalogue is JSON::
 `resolve_dataset` is what `ssmbench.open_dataset` uses to turn a name into a folder:
 
 >>> import json, tempfile, pathlib
->>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> tmpdir = tempfile.TemporaryDirectory(); tmp = pathlib.Path(tmpdir.name)
 >>> _ = (tmp / "cat.json").write_text(json.dumps({"format": 1, "datasets": {"demo-8": {
 ...     "sources": ["https://example.org/demo-8/"], "manifest_sha256": "ab" * 32, "num_bytes": 2048}}}))
 >>> cat = load_catalog(tmp / "cat.json", env=False)
@@ -29,6 +29,7 @@ A catalogue is JSON::
 >>> (tmp / "demo-8").mkdir(); _ = (tmp / "demo-8" / "manifest.json").write_text("{}")
 >>> resolve_dataset("demo-8", catalog=tmp / "cat.json", data_root=tmp) == tmp / "demo-8"
 True
+>>> tmpdir.cleanup()
 """
 
 from __future__ import annotations

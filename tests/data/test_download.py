@@ -258,14 +258,3 @@ def test_catalogue_errors(tmp_path):
         load_catalog(bad, env=False)
     assert len(load_catalog(None, env=False)) == 0  # the built-in catalogue has no invented entries
 
-
-def test_catalogue_doctests():
-    import doctest
-
-    import ssmbench.data.catalog as catalog
-    import ssmbench.data.download as download
-
-    for module in (catalog, download):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0
-
