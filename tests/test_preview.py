@@ -16,7 +16,7 @@ from ssmbench.errors import DatasetError
 
 def _folder(root: Path, fields: dict[str, np.ndarray], input_kind: str, split: str = "val",
             per_shard: int = 3) -> Path:
-    """A minimal dataset folder in the data-and-io.md layout: manifest.json plus shards of `split`."""
+    """A minimal dataset folder in the README's layout: manifest.json plus shards of `split`."""
     n = len(fields["inputs"])
     shards = []
     for k, lo in enumerate(range(0, n, per_shard)):

@@ -1,4 +1,4 @@
-"""Independent test oracles for the ListOps tasks, written from tasks.md section 4 without looking at the kernels.
+"""Independent test oracles for the ListOps tasks, written from the data cards' procedure without looking at the kernels.
 
 * `decode` / `parse`: token ids -> text tokens -> a tree, by recursive descent over the text; `subtree_rows`
   gives one row per closing bracket (index, value, token length, height, operator), the columns of the reference

@@ -1,4 +1,4 @@
-"""The 11 atomic tasks: oracles accept the reference implementation's samples, and tasks.md 3.13 checks."""
+"""The 11 atomic tasks: oracles accept the reference implementation's samples, plus shape and statistics checks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ssmbench.generators.solve import solve_size
 from ssmbench.registry import get_task
 
 REFERENCE_NAME = {"select": "masked_select", "select_fixed": "masked_select_fixed"}
-PAPER_SHAPES = {  # tasks.md 3.1 at L = 4096: (inputs, targets)
+PAPER_SHAPES = {  # the DLR paper's task shapes at L = 4096 (as the data cards list them): (inputs, targets)
     "shift": ((4096, 3), (4096, 8)), "cumsum": ((4096, 3), (4096, 1)), "cummax": ((4096, 3), (4096, 1)),
     "reverse": ((8192, 3), (4096, 1)), "sort": ((8192, 3), (4096, 1)), "select": ((4160, 4), (32, 1)),
     "select_fixed": ((4160, 4), (32, 1)), "solve": ((4096, 3), (63, 1)), "solve_fixed": ((4096, 3), (63, 1)),

@@ -17,7 +17,7 @@ PAPER_IDS = [12, 3, 7, 13, 14, 4, 2, 7, 15, 9, 4, 15, 5, 6, 15]  # [MAX 2 6 [MED
 
 
 def brute_force(expr, tmpl, needed):
-    """The rule as tasks.md 4.7 words it: visit in index order, drop if expression or template equals a kept one."""
+    """The rule as data_cards/listops_subtrees.md words it: visit in index order, drop if expression or template equals a kept one."""
     kept = []
     for c in range(len(expr)):
         if any(expr[c] == expr[k] or tmpl[c] == tmpl[k] for k in kept):

@@ -217,7 +217,7 @@ def test_lengths_and_acceptance_match_exact_law():
 
 
 def test_dlr_exact_statistics_match_reference_figures():
-    """The exact law reproduces tasks.md 4.2/4.9's reference figures (75 / 24 / 0.6 % and 0.38 %, median ~7520)."""
+    """The exact law reproduces the figures measured on the reference generator (75 / 24 / 0.6 % and 0.38 %, median ~7520)."""
     exact = _listops_sampler.root_outcomes(TASK.presets["dlr"])
     assert exact["single_digit"] == pytest.approx(0.75) and abs(exact["too_short"] - 0.242) < 0.005
     assert abs(exact["too_long"] - 0.006) < 0.001 and abs(exact["accepted"] - 0.0038) < 0.0002

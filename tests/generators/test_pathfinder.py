@@ -1,4 +1,4 @@
-"""Pathfinder-Segmentation (tasks.md section 5): the Numba generator against an independent whole-image
+"""Pathfinder-Segmentation (data_cards/pathfinder.md): the Numba generator against an independent whole-image
 implementation, structural oracles on generated images, determinism, golden class fractions and the reference."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ssmbench.errors import ConfigError
 from ssmbench.seeding import keys_for
 
 TASK = Pathfinder()
-# tasks.md 5.1, transcribed independently of the module: (size, aa, seed_distance, marker_radius, contour_length,
+# the presets (the paper's settings, as the card's Parameters table lists them), transcribed independently of the module: (size, aa, seed_distance, marker_radius, contour_length,
 # dash_length, dash_thickness, margin_list, continuity, distractor_length, num_distractors, snake_contrast)
 TABLE = {"128": (128, 2, 22, 2.1, 14, 5, 1.5, (2, 3), 1.8, 4, 16, 0.9),
          "256": (256, 2, 27, 4.2, 16, 8, 2, (4,), 2.2, 5, 16, 1.0),
@@ -124,7 +124,7 @@ def _turn(a: float, b: float) -> float:
 
 @pytest.mark.parametrize("size, n", [("128", 12, ), ("256", 6), ("512", 4)])
 def test_structural_oracles(size, n):
-    """tasks.md 5.6 and 5.10 on generated images, with each image's dash geometry."""
+    """The card's label rule and class statistics on generated images, with each image's dash geometry."""
     cfg = PRESETS[size]
     out = generate_with_geometry(cfg, keys(cfg, n, split="val"))
     geo = _Geometry(cfg.size, cfg.aa)
@@ -222,7 +222,7 @@ def test_class_fractions_near_golden(size, n):
 @pytest.mark.slow
 @pytest.mark.parametrize("size", ["128", "256", "512"])
 def test_golden_class_fractions_full_sample(size):
-    """tasks.md 5.10: the fractions of the first 1,000 images of seed 0, frozen in _pathfinder_stats.GOLDEN."""
+    """The class-fraction goldens: the fractions of the first 1,000 images of seed 0, frozen in _pathfinder_stats.GOLDEN."""
     np.testing.assert_allclose(_fractions(size, 1000), GOLDEN[size], rtol=GOLDEN_TOLERANCE)
 
 

@@ -11,7 +11,7 @@ from ssmbench.reference_models.local_attention import LocalAttention
 
 
 def chunk_neighbour_mask(L: int, c: int, causal: bool) -> torch.Tensor:
-    """models.md section 6: floor(q/c) - floor(k/c) in {0, 1} and k <= q (causal), or |difference| <= 1."""
+    """The chunk-neighbour rule of docs/models.md: floor(q/c) - floor(k/c) in {0, 1} and k <= q (causal), or |difference| <= 1."""
     q = torch.arange(L)[:, None]
     k = torch.arange(L)[None, :]
     diff = q // c - k // c
