@@ -54,6 +54,7 @@ Worked example, a tiny config (image | mask; image ' ' black, '.' dim, '#' brigh
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 from collections.abc import Mapping
@@ -283,6 +284,25 @@ class Pathfinder(Task[PathfinderConfig]):
 
     def generate(self, config: PathfinderConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         return generate_with_geometry(config, keys, geometry=False)
+
+    def resize_config(self, config: PathfinderConfig, size: int) -> PathfinderConfig:
+        """`config` (the preset of the nearest size) drawn at image side `size`: every length scales with it.
+
+        The distance between the main paths, the circle radius, the dash length and width and the margins are
+        multiplied by size / config.size (integers rounded, at least 1), so the paths cover the same share of
+        the image; counts (dashes per path, distractors) and thresholds stay. Without this the 128 preset's paths
+        do not fit a 100-pixel image and the 256 preset's do not fit 200 (the main-pair retry cap is reached).
+
+        >>> p = Pathfinder().resize_config(PRESETS["256"], 200)
+        >>> p.size, p.seed_distance, p.marker_radius, p.dash_length, p.dash_thickness, p.margin_list
+        (200, 21, 3.281, 6.25, 1.562, (3,))
+        """
+        r = size / config.size
+        margins = tuple(dict.fromkeys(max(1, round(m * r)) for m in config.margin_list))
+        return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
+                                   marker_radius=round(config.marker_radius * r, 3),
+                                   dash_length=round(config.dash_length * r, 3),
+                                   dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins)
 
     def oracle(self, config: PathfinderConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Recompute what the stored fields determine, in plain NumPy.

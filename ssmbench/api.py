@@ -158,6 +158,16 @@ class Task(abc.ABC, Generic[C]):
             return card.read_text()
         return inspect.getdoc(type(self)) or self.name
 
+    def resize_config(self, config: C, size: int) -> C:
+        """The config for a `--size` that no preset is named after (`preset_option = "size"` tasks only).
+
+        `config` is the preset of the nearest size (ties: the smaller); the default changes only its `size`.
+        A task whose geometry must follow the image side (path lengths, radii) scales those fields here.
+        """
+        import dataclasses
+
+        return dataclasses.replace(config, size=size)
+
     def statistics(self, config: C, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Per-split statistics of a block of rows, as arrays that add up across blocks (counts, histograms).
 

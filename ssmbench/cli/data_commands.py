@@ -66,7 +66,8 @@ def describe_command(task: str, as_json: bool) -> None:
                     "  ssmbench generate shift --shard-index 0 --num-shards 4   # one job of an array")
 @click.argument("task")
 @click.option("--length", "length", type=int, help="Sequence length L of an atomic task (selects the preset named L).")
-@click.option("--size", type=int, help="Image side of pathfinder (128, 256, 512 or any other).")
+@click.option("--size", type=int, help="Image side of pathfinder: a preset (128, 256, 512) or any other "
+              "side from 32 up (the nearest preset with its lengths scaled).")
 @click.option("--preset", help="Named preset of the ListOps tasks (e.g. dlr, short, lra).")
 @click.option("-n", "--n", "n", type=int, help="Total samples over all splits [default: the task's].")
 @click.option("--split", help="Split fractions or counts, e.g. train=0.8,val=0.1,test=0.1 [default: the task's].")

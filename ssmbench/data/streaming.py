@@ -2,7 +2,14 @@
 
 Step s with global batch B uses train indices s*B .. s*B + B - 1; with W ranks, rank r takes the r-th contiguous
 slice of B/W. Val and test come from exactly the keys `ssmbench generate` uses, so a streamed sample and a stored
-sample with the same (split, index) are byte-identical.
+sample with the same (split, index) are byte-identical. The config resolves as `ssmbench generate` resolves it:
+`{"size": 512}` is the pathfinder 512 preset, `{"size": 200}` the 256 preset resized, `{"L": 512}` the 512 preset,
+then the other keys on top.
+
+Tasks that drop duplicates (`Task.deduplicate`, the ListOps tasks) cannot be streamed: their stored rows are the
+survivors of a candidate stream de-duplicated across the whole dataset, so val row i depends on every training
+candidate before it. `TaskStream` refuses them with a DatasetError; build the dataset with `ssmbench generate`
+and read its shards.
 
 >>> from ssmbench.data.streaming import TaskStream
 >>> stream = TaskStream("cumsum", {"L": 16}, seed=0)
@@ -20,21 +27,29 @@ from typing import Any
 
 import numpy as np
 
-from ..config import apply_overrides
-from ..errors import ConfigError
+from ..errors import ConfigError, DatasetError
 from ..registry import get_task
 from ..seeding import keys_for
+from .task_config import config_from_values
 
 
 class TaskStream:
-    """Deterministic in-memory samples of one (task, config, root seed)."""
+    """Deterministic in-memory samples of one (task, config, root seed).
+
+    `config`: a config object, or a mapping of field values resolved like `ssmbench generate` (the preset that
+    `L` / `size` selects, then the other values); None is the task's default preset.
+    """
 
     def __init__(self, task: str, config: Any | Mapping[str, Any] | None = None, seed: int = 0) -> None:
         self.task = get_task(task)
+        if self.task.deduplicate:
+            raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
+                               "the whole dataset, so they are not the raw key stream",
+                               f"build it with `ssmbench generate {self.task.name}` and read the shards")
         if config is None:
             config = self.task.presets[self.task.default_preset]
         elif isinstance(config, Mapping):
-            config = apply_overrides(self.task.presets[self.task.default_preset], dict(config))
+            config, _ = config_from_values(self.task, config)
         self.config = config
         self.seed = seed
         self.spec = self.task.spec(config)
