@@ -86,13 +86,16 @@ def repack_command(path: str, codec: str, out: str | None, in_place: bool, quiet
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @click.option("--to", "to", required=True, type=click.Path(file_okay=False),
               help="Release folder; the dataset goes to TO/<name>, with TO/README.md listing every dataset in TO.")
-@click.option("--repo-id", default="ORG/ssmbench", help="Hugging Face dataset repository for the printed command.")
+@click.option("--repo-id", help="Hugging Face dataset repository (ORG/NAME) for the printed commands and the "
+              "Croissant url.")
 @click.option("--upload", is_flag=True, help="Upload TO to --repo-id now with huggingface_hub (optional).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def publish_command(path: str, to: str, repo_id: str, upload: bool, as_json: bool) -> None:
+def publish_command(path: str, to: str, repo_id: str | None, upload: bool, as_json: bool) -> None:
     """Prepare a release folder (verified shards, card, Croissant, SHA256SUMS) and print the upload command."""
     from ..data.publish import publish, upload_release
 
+    if upload and not repo_id:
+        raise click.UsageError("--upload needs --repo-id")
     result = publish(path, to, repo_id=repo_id)
     if upload:
         result.uploaded = upload_release(result.release_root, repo_id)

@@ -89,6 +89,14 @@ def _generic_statistics(manifest: dict[str, Any]) -> str:
     return "| split | statistic | value |\n|---|---|---|\n" + "\n".join(lines)
 
 
+def codec_note(manifest: dict[str, Any]) -> str:
+    """What a reader needs for these shards' filters: nothing for gzip, hdf5plugin for Zstd (a repacked copy)."""
+    codecs = {f.get("codec", "none").split(":")[0] for f in manifest.get("storage", {}).get("fields", {}).values()}
+    if "zstd" in codecs:
+        return "these shards use Zstd: `import hdf5plugin` before opening them; ssmbench's loader does"
+    return "gzip and fletcher32 only, no plugins"
+
+
 def stored_fields(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every per-sample dataset of a shard: the spec's fields plus `sample_id` (the `fixed/` group is not one)."""
     fields = {k: {"dtype": f["dtype"], "shape": list(f["shape"])} for k, f in manifest["spec"]["fields"].items()}
@@ -166,7 +174,7 @@ def render_card(manifest: dict[str, Any], manifest_sha256: str | None = None) ->
         "environment": ", ".join(f"{k} {v}" for k, v in manifest.get("environment", {}).items()),
         "summary": task.__doc__.strip().splitlines()[0] if task.__doc__ else manifest["task"],
         "first_shard": shards[0] if shards else "train/shard-00000-of-00001.h5", "fixed_note": fixed_note,
-        "bibtex": BIBTEX,
+        "bibtex": BIBTEX, "codec_note": codec_note(manifest),
     }
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", str(value))
@@ -253,7 +261,7 @@ def croissant(manifest: dict[str, Any], root: Path, url: str | None = None) -> d
             f"ssmbench synthetic dataset {manifest['name']} (task {manifest['task']}, version "
             f"{manifest['task_version']}, dataset id {manifest['dataset_id']}): {summary}. Each split is a set of "
             f"HDF5 shards whose datasets share the first dimension (the sample): {arrays}. Read them with any HDF5 "
-            "library (gzip and fletcher32 only, no plugins), with ssmbench.open_dataset, or with Hugging Face "
+            f"library ({codec_note(manifest)}), with ssmbench.open_dataset, or with Hugging Face "
             "datasets.load_dataset on the folder; README.md explains each field."),
         "license": "https://creativecommons.org/licenses/by/4.0/", "version": f"{manifest['task_version']}.0.0",
         "datePublished": manifest.get("created_utc", "")[:10] or None,

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .build import load_manifest
 from ..errors import VerificationError
+from .build import load_manifest
 from .shards import SPLIT_ORDER, content_prefix, file_sha256, row_hashes
 
 
@@ -80,6 +80,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
                    seed: int = 0) -> VerifyReport:
     """Check a dataset folder; returns a report (raise_for=False) with every problem found."""
     import h5py
+    import hdf5plugin  # noqa: F401  (registers the Zstd filter: repacked copies decode too)
 
     root = Path(path)
     manifest = load_manifest(root)

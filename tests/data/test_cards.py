@@ -42,9 +42,8 @@ def folders(tiny_shift, tmp_path_factory) -> dict[str, Path]:
 
 
 def front_matter(folder: Path) -> dict:
-    from datasets.utils.metadata import _NoDuplicateSafeLoader, _split_yaml_from_readme
-
     import yaml
+    from datasets.utils.metadata import _NoDuplicateSafeLoader, _split_yaml_from_readme
 
     head, _ = _split_yaml_from_readme((folder / "README.md").read_text())
     return yaml.load(head, Loader=_NoDuplicateSafeLoader)  # rejects duplicate keys, as the Hub does
