@@ -28,8 +28,8 @@ _spec.loader.exec_module(regen)
 def differences(golden: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
     """Human-readable differences between a golden record and a fresh one (empty when the bytes agree)."""
     out = []
-    for split, rows in golden["first_rows"].items():
-        for i, row in enumerate(rows):
+    for split in ("train", "val", "test"):
+        for i, row in enumerate(golden["first_rows"][split]):
             now = fresh["first_rows"][split][i]
             if row["row_sha256"] == now["row_sha256"]:
                 continue
@@ -85,7 +85,10 @@ def test_a_changed_field_is_named():
     fresh["first_rows"]["val"][0]["fields"]["targets"] = "0" * 64
     fresh["first_rows"]["val"][0]["row_sha256"] = "1" * 64
     fresh["content_digest"] = "2" * 64
+    fresh["first_rows"]["train"][1]["fields"]["sample_id"] = "3" * 64
+    fresh["first_rows"]["train"][1]["row_sha256"] = "4" * 64
     assert differences(golden, fresh) == [
+        "train row 1: field(s) sample_id differ",
         "val row 0: field(s) targets differ",
         f"content_digest {golden['content_digest'][:16]}... is now {'2' * 16}..."]
     assert differences(golden, golden) == []

@@ -163,17 +163,21 @@ def test_a_different_codec_is_a_different_build(tmp_path):
 def test_resume_rewrites_a_shard_whose_bytes_changed(tmp_path):
     """Mutation: a resume that trusts a shard's sidecar without checking its sha256 (same-size corruption)."""
     config = get_task("cumsum").Config(L=16)
-    first = generate_dataset("cumsum", config, out=tmp_path, n=12, samples_per_shard=4)
-    entry = first.manifest["splits"]["train"]["shards"][1]
-    path = first.path / entry["path"]
+    reference = generate_dataset("cumsum", config, out=tmp_path / "ref", n=12, samples_per_shard=4)
+    entry = reference.manifest["splits"]["train"]["shards"][1]
+    # a job array of one job writes every shard but does not finalize; then one shard's bytes change
+    job = generate_dataset("cumsum", config, out=tmp_path / "jobs", n=12, samples_per_shard=4, shard_index=0,
+                           num_shards=1)
+    path = job.path / entry["path"]
+    assert not job.finalized and file_sha256(path) == entry["sha256"]
     data = bytearray(path.read_bytes())
     data[-200] ^= 0xFF  # same size, different bytes
     path.write_bytes(bytes(data))
-    (first.path / "manifest.json").unlink()  # an unfinished build: the next run resumes and finalizes
-    again = generate_dataset("cumsum", config, out=tmp_path, n=12, samples_per_shard=4)
-    assert again.shards_written == 1
+    final = generate_dataset("cumsum", config, out=tmp_path / "jobs", n=12, samples_per_shard=4)
+    assert final.finalized and final.shards_written == 1
     assert file_sha256(path) == entry["sha256"]
-    assert verify_dataset(again.path).ok
+    assert final.manifest["content_digest"] == reference.manifest["content_digest"]
+    assert verify_dataset(final.path).ok
 
 
 # ------------------------------------------------------------------------------------------------- verify
