@@ -1,8 +1,9 @@
-"""Throughput of the atomic-task generators (tasks.md section 9): samples/s and MB/s per task, one thread and all cores.
+"""Throughput of the atomic-task generators: samples/s and MB/s per task, one thread and all cores.
 
     PYTHONSAFEPATH=1 python benchmarks/generators.py                     # full run (a few minutes)
     PYTHONSAFEPATH=1 python benchmarks/generators.py --quick             # smoke check (< 60 s), no L = 2^20
     PYTHONSAFEPATH=1 python benchmarks/generators.py --tasks shift,cumsum --json out.json
+    PYTHONSAFEPATH=1 python benchmarks/generators.py --dlr PATH      # + the DLR authors' generators, same run
 
 (`PYTHONSAFEPATH=1` keeps the repository root off sys.path, so the installed `ssmbench` package is imported.)
 
@@ -28,10 +29,12 @@ What is measured, per task (each task in its own fresh subprocess, so peak memor
   generation runs where the kernel allows it; else `ru_maxrss`, a process high-water mark) over the generation
   runs, next to the RSS just before them (interpreter, NumPy, Numba, compiled kernels) and the size of one batch
   of outputs.
-* Reference: the reference generators' per-sample times of tasks.md section 9 on one quiet core, documented
-  constants below (the reference code is not run). SELECT-FIXED and SOLVE-FIXED use the SELECT and SOLVE figures;
-  there is no figure for SHIFT at 2^16. Target: one-thread generation at least 10x faster than the reference on
-  every task (MIPS <= 15.7 ms); 50x is the stretch goal. PASS/FAIL is computed from the measured per-core figure.
+* Reference (only with `--dlr PATH`, a checkout of the authors' repository ag1988/dlr; see
+  benchmarks/reference_generators/README.md): the DLR authors' generator of the same task and L (`sequence1d.py`,
+  one sample per call, one torch thread), timed in the same worker process as ssmbench's generator (process CPU
+  time, median of 7 repetitions), loaded by `benchmarks/reference_speed.py` (which also times ListOps and
+  Pathfinder). Target: one-thread generation at least 10x faster than that same-run reference on every task; 50x
+  is the stretch goal. PASS/FAIL is computed from the measured per-core figure. Without --dlr no ratio is printed.
 * Same-run baseline ("the plain-NumPy oracle implementation"): per sample, the inputs are drawn with plain NumPy
   from `np.random.default_rng(0)` in the task's input layout (inf-normalised normal noise, i.e. divided by its max
   |.|; cos/sin positional channels computed per sample; SELECT marks from `rng.choice` without replacement, sorted;
@@ -69,13 +72,6 @@ import numpy as np
 ATOMIC_TASKS = ("shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
                 "context_shift", "mips")
 
-REFERENCE_MS_PER_SAMPLE: dict[tuple[str, int], float] = {
-    ("shift", 4096): 1.5, ("cumsum", 4096): 0.4, ("cummax", 4096): 0.3, ("reverse", 4096): 0.5,
-    ("sort", 4096): 0.9, ("select", 4096): 0.6, ("select_fixed", 4096): 0.6, ("solve", 4096): 1.7,
-    ("solve_fixed", 4096): 1.7, ("context_shift", 4096): 1.3, ("mips", 4096): 157.0, ("shift", 2**20): 856.0,
-}
-"""reference (tasks.md §9): the reference generators' ms per sample on one quiet core (SELECT-FIXED and SOLVE-FIXED
-use the SELECT and SOLVE figures; no figure for SHIFT at L = 2^16). Documented constants, not measured here."""
 TARGET_SPEEDUP = 10.0
 STRETCH_SPEEDUP = 50.0
 BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -263,6 +259,25 @@ def _time_shards(task, config, n: int) -> dict:
             "write_raw_MBps": raw[0] / write_s / 1e6, "write_disk_MBps": record["num_bytes"] / write_s / 1e6}
 
 
+def _reference_ms(job: dict, task, config) -> float | None:
+    """ms per sample of the DLR authors' generator for this task and L, timed here (None without --dlr)."""
+    if not job.get("dlr"):
+        return None
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("reference_speed", Path(__file__).with_name("reference_speed.py"))
+    rs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rs)
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="ssmbench-dlr-") as tmp:
+        seq = rs.load_reference(Path(job["dlr"]), Path(tmp))["sequence1d"]
+        seconds, _ = rs.time_reference_atomic(seq, task.name, config, 0.05 if job["quick"] else 0.3,
+                                              3 if job["quick"] else 7)
+    return seconds * 1e3
+
+
 def worker(job: dict) -> dict:
     """Everything measured for one (task, L) in this fresh process."""
     import numba
@@ -303,7 +318,7 @@ def worker(job: dict) -> dict:
            "peak_rss_mib": peak, "rss_before_mib": rss_before,
            "peak_rss_kind": "VmHWM (reset)" if peak_reset else "process high-water mark",
            "batch_out_mib": n * bytes_per_sample / 2**20,
-           "reference_ms": REFERENCE_MS_PER_SAMPLE.get((task.name, config.L)),
+           "reference_ms": None,
            "loadavg": os.getloadavg()}
     # baseline: fewer samples; O(L^2) oracle for MIPS, big arrays at 2^16 / 2^20
     if task.name == "mips":
@@ -315,6 +330,7 @@ def worker(job: dict) -> dict:
     else:
         nb = 8 if quick else 32
     res["baseline"] = _time_baseline(task, config, nb)
+    res["reference_ms"] = _reference_ms(job, task, config)
     if job["shards"]:
         ns = (4 if quick else 16) if task.name == "mips" else (32 if quick else 256)
         res["shards"] = _time_shards(task, config, ns)
@@ -380,9 +396,9 @@ def _report(results: list[dict], machine: dict) -> list[str]:
             f"{o['best_s'] * 1e6:>9.1f}{1 / c:>8.0f}{b / c / 1e6:>7.0f} | {a['median_s'] * 1e6:>14.1f}"
             f"{1 / a['median_s']:>8.0f}{b / a['median_s'] / 1e6:>7.0f}{o['median_s'] / a['median_s']:>6.2f} | "
             f"{r['peak_rss_mib']:>8.0f}Mi ({(r['rss_before_mib'] or 0):>3.0f}Mi){r['batch_out_mib']:>5.0f}Mi")
-    lines += ["", "Per core vs the reference (tasks.md §9, documented constants, not run) and vs the same-run "
+    lines += ["", "Per core vs the DLR authors' generator (same run, --dlr; CPU time) and vs the same-run "
               "baseline (plain-NumPy inputs + task.oracle, CPU time, n samples)",
-              f"{'task':<14}{'L':>6} | {'1 thr ms/smp':>12}{'cold 1st':>10} | {'reference (tasks.md §9) ms':>27}"
+              f"{'task':<14}{'L':>6} | {'1 thr ms/smp':>12}{'cold 1st':>10} | {'reference (same run) ms':>27}"
               f"{'x ref':>8} | {'baseline ms':>12}{'n':>4}{'x base':>8}", "-" * 107]
     for r in results:
         o = _per_core_s(r) * 1e3
@@ -390,7 +406,7 @@ def _report(results: list[dict], machine: dict) -> list[str]:
         base = r["baseline"]["cpu_s_per_sample"] * 1e3
         cold = r["one_thread"]["cpu_first_s"] * 1e3
         lines.append(f"{r['task']:<14}{_fmt_l(r['L']):>6} | {o:>12.4f}{cold:>10.4f} | "
-                     f"{(f'{ref:g}' if ref else 'n/a'):>27}{(f'{ref / o:.1f}' if ref else '-'):>8} | "
+                     f"{(f'{ref:.4g}' if ref else 'n/a'):>27}{(f'{ref / o:.1f}' if ref else '-'):>8} | "
                      f"{base:>12.3f}{r['baseline']['samples']:>4}{base / o:>8.1f}")
     shard_rows = [r for r in results if "shards" in r]
     if shard_rows:
@@ -408,7 +424,7 @@ def _report(results: list[dict], machine: dict) -> list[str]:
                          f"{s['write_cpu_s'] / n * 1e3:>8.3f}{s['total_s'] / n * 1e3:>13.3f} | "
                          f"{s['write_raw_MBps']:>9.0f}{s['write_disk_MBps']:>10.0f}{s['ratio']:>7.2f}"
                          f"{s['file_bytes'] / 1e6:>9.1f}")
-    lines += ["", f"Target: one-thread generation >= {TARGET_SPEEDUP:g}x faster than the reference per sample "
+    lines += ["", f"Target: one-thread generation >= {TARGET_SPEEDUP:g}x faster than the same-run reference "
               f"(stretch {STRETCH_SPEEDUP:g}x), judged on the median one-thread CPU time per sample"]
     for r in results:
         ref = r["reference_ms"]
@@ -418,7 +434,7 @@ def _report(results: list[dict], machine: dict) -> list[str]:
         wall = r["one_thread"]["median_s"] * 1e3
         verdict = "PASS" if ref / o >= TARGET_SPEEDUP else "FAIL"
         stretch = "; stretch 50x met" if ref / o >= STRETCH_SPEEDUP else ""
-        lines.append(f"{verdict}  {r['task']:<14} L={_fmt_l(r['L']):<6} {o:.4f} ms/sample vs reference {ref:g} ms: "
+        lines.append(f"{verdict}  {r['task']:<14} L={_fmt_l(r['L']):<6} {o:.4f} ms/sample vs reference {ref:.4g} ms: "
                      f"{ref / o:.2f}x (need <= {ref / TARGET_SPEEDUP:.4g} ms; wall median {ref / wall:.1f}x){stretch}")
     return lines
 
@@ -429,17 +445,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", default=",".join(ATOMIC_TASKS), help="comma-separated task names")
     p.add_argument("--json", help="write every number to this JSON file")
     p.add_argument("--no-shards", action="store_true", help="skip the shard-writing measurement")
+    p.add_argument("--dlr", help="checkout of ag1988/dlr: also time the authors' generators in the same run "
+                                 "(benchmarks/reference_generators/README.md)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
     names = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    jobs = [{"task": t, "L": 4096, "quick": args.quick, "shards": not args.no_shards} for t in names]
+    dlr = str(Path(args.dlr).resolve()) if args.dlr else None
+    jobs = [{"task": t, "L": 4096, "quick": args.quick, "shards": not args.no_shards, "dlr": dlr} for t in names]
     if "shift" in names:
-        jobs.append({"task": "shift", "L": 2**16, "quick": args.quick, "shards": False})
+        jobs.append({"task": "shift", "L": 2**16, "quick": args.quick, "shards": False, "dlr": dlr})
         if not args.quick:
-            jobs.append({"task": "shift", "L": 2**20, "quick": args.quick, "shards": False})
+            jobs.append({"task": "shift", "L": 2**20, "quick": args.quick, "shards": False, "dlr": dlr})
     machine = _machine()
     la = machine["loadavg_start"]
     print(f"ssmbench generator benchmark ({'quick' if args.quick else 'full'}) - {machine['date']}")
@@ -458,10 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     le = machine["loadavg_end"]
     print(f"\nload average at end: {le[0]:.2f} {le[1]:.2f} {le[2]:.2f}; benchmark wall time {machine['wall_s']:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine, "results": results,
-                                               "reference_ms_per_sample": {f"{t}@{L}": v for (t, L), v in
-                                                                           REFERENCE_MS_PER_SAMPLE.items()}},
-                                              indent=2))
+        Path(args.json).write_text(json.dumps({"machine": machine, "results": results}, indent=2))
     return 0
 
 

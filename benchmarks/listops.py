@@ -1,4 +1,4 @@
-"""Throughput of the ListOps generators (tasks.md section 9): CPU time per accepted sample, per core and on P processes.
+"""Throughput of the ListOps generators: CPU time per accepted sample, per core and on P processes.
 
     python benchmarks/listops.py --n 2000                  # listops_subtrees, dlr preset
     python benchmarks/listops.py --task listops --n 2000   # LRA ListOps, lra preset
@@ -6,7 +6,6 @@
 Prints, for the task's `generate()` (sampling into memory): ms per accepted sample on one core (one Numba thread),
 the throughput of P single-threaded processes, the acceptance rate and the rejected-root breakdown next to the exact
 values of the process, the cost of the extra per-block work (de-duplication hashes, statistics), the ratio against
-the reference figure of tasks.md section 9 (a documented constant; the reference generator is not run) and against
 a baseline run in this process (the tests' plain-Python sampler, on a few samples), peak RSS, and the extrapolated
 time for the default 100,000 samples. `--write` also times writing the fields into a gzip-4 HDF5 file with the
 Spec's settings (the shard writer's work, reported separately). Samples are made in blocks, so memory does not
@@ -28,8 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-REFERENCE_CPU_S_PER_SAMPLE = (0.40, 0.44)
-"""reference (tasks.md §9): ListOps-Subtrees generator, DLR preset, CPU-s per accepted sample on one quiet core."""
 DEFAULT_N = 100_000
 
 
@@ -150,12 +147,7 @@ def main() -> None:
         print(f"HDF5 write, gzip-4 + fletcher32, one core: {1000 * write_cpu / n:.3f} ms CPU per sample "
               f"({os.path.getsize(os.path.join(tmp, 'block.h5')) / written / 1024:.1f} KiB per sample on disk)")
 
-    lo, hi = REFERENCE_CPU_S_PER_SAMPLE
-    if task.name == "listops_subtrees" and preset == "dlr":
-        print(f"reference (tasks.md §9): {1000 * lo:.0f}-{1000 * hi:.0f} ms CPU per accepted sample -> "
-              f"{1000 * lo / ms:.0f}-{1000 * hi / ms:.0f}x faster (target >= 100x, <= 4.4 ms)")
-    else:
-        print("reference (tasks.md §9): only given for listops_subtrees at the dlr preset")
+    print("the DLR authors' generator, timed beside this one: benchmarks/reference_speed.py --dlr PATH --only listops")
 
     if args.baseline_n > 0:
         slow = _load_slow_sampler()

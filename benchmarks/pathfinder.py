@@ -1,4 +1,4 @@
-"""Pathfinder-Segmentation generator speed (tasks.md section 9): ms per image per core, with and without writing.
+"""Pathfinder-Segmentation generator speed: ms per image per core, with and without writing.
 
     PYTHONSAFEPATH=1 python benchmarks/pathfinder.py --size 128 --n 200
     PYTHONSAFEPATH=1 python benchmarks/pathfinder.py --size 512 --n 2000 --baseline-n 1 --json pf512.json
@@ -16,8 +16,8 @@ What is measured (kernels compiled and warmed up first; train keys of root seed 
   blocks of 64 images.
 * Extrapolation (labelled as such): the default 100,000-image dataset on this 2-core machine, from the per-core
   generate+write cost divided by 2 cores.
-* Reference (tasks.md §9): the reference generator's mean CPU seconds per image on one quiet core, documented
-  constants (the reference code is not run here). Target: at least 100x faster per core including writing.
+* Target (the project's, per core including writing): 46 / 120 / 140 ms per image at 128 / 256 / 512. The DLR
+  authors' generator is timed beside this one by `benchmarks/reference_speed.py --dlr PATH --only pathfinder`.
 * Same-run baseline: the plain NumPy whole-image implementation (`ssmbench.generators._pathfinder_slow`, which
   produces byte-identical images) on the first `--baseline-n` images, against the fast generator on those same
   images (both process CPU time; the per-image cost depends mostly on the image's main-pair attempts).
@@ -43,11 +43,8 @@ import numpy as np
 from ssmbench.generators.pathfinder import PRESETS, Pathfinder
 from ssmbench.seeding import keys_for
 
-REFERENCE_CPU_S = {128: 5.3, 256: 12.6, 512: 32.8}
-"""reference (tasks.md §9): mean CPU-seconds per image on one quiet core (medians 1.8 / 10.4 / 24.5 s)."""
-REFERENCE_MEDIAN_CPU_S = {128: 1.8, 256: 10.4, 512: 24.5}
 TARGET_MS = {128: 46.0, 256: 120.0, 512: 140.0}
-"""Targets per core including compression and writing (tasks.md §9)."""
+"""The project's targets per core including compression and writing (ms per image)."""
 
 
 def _keys(cfg, start: int, stop: int) -> np.ndarray:
@@ -86,7 +83,7 @@ def write_cpu(task: Pathfinder, cfg, n: int, root: Path) -> tuple[float, float, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", type=int, choices=sorted(REFERENCE_CPU_S), default=128)
+    ap.add_argument("--size", type=int, choices=sorted(TARGET_MS), default=128)
     ap.add_argument("--n", type=int, default=200, help="images to time")
     ap.add_argument("--baseline-n", type=int, default=None, help="images for the slow baseline (default 3/2/1)")
     ap.add_argument("--json", type=Path, help="also write every number here")
@@ -113,7 +110,6 @@ def main() -> None:
     gen_ms = 1000 * gen.mean()
     write_ms = 1000 * (total_job - gen_inside) / n  # compression, hashing, statistics, HDF5 I/O
     full_ms = gen_ms + write_ms
-    ref_ms = 1000 * REFERENCE_CPU_S[size]
     res = {
         "size": size, "n": n, "gen_ms_mean": gen_ms, "gen_ms_median": 1000 * float(np.median(gen)),
         "gen_ms_p95": 1000 * float(np.quantile(gen, 0.95)), "gen_ms_max": 1000 * float(gen.max()),
@@ -121,7 +117,6 @@ def main() -> None:
         "shard_job_ms": 1000 * total_job / n,
         "bytes_per_image": nbytes / n, "mib_per_1000": nbytes / n * 1000 / 2**20,
         "images_per_s_1core": 1000 / full_ms, "images_per_s_2threads_generate": n / wall2,
-        "ratio_vs_reference_gen": ref_ms / gen_ms, "ratio_vs_reference_gen_write": ref_ms / full_ms,
         "extrapolated_100k_hours_2cores": 100_000 * full_ms / 1000 / 2 / 3600,
         "extrapolated_100k_gib": 100_000 * nbytes / n / 2**30,
     }
@@ -135,9 +130,8 @@ def main() -> None:
     print(f"  on disk              : {res['bytes_per_image'] / 1024:.1f} KiB/image, {res['mib_per_1000']:.2f} MiB "
           f"per 1,000 images")
     print(f"  2 threads (generate) : {res['images_per_s_2threads_generate']:.1f} images/s wall clock")
-    print(f"  reference (tasks.md §9): mean {REFERENCE_CPU_S[size]} CPU-s/image (median "
-          f"{REFERENCE_MEDIAN_CPU_S[size]}) -> {res['ratio_vs_reference_gen']:.0f}x faster (generate), "
-          f"{res['ratio_vs_reference_gen_write']:.0f}x (generate+write)")
+    print("  the DLR authors' generator, timed beside this one: benchmarks/reference_speed.py --dlr PATH "
+          "--only pathfinder")
     print(f"  extrapolation (not measured): 100,000 images on 2 cores ~ "
           f"{res['extrapolated_100k_hours_2cores'] * 60:.0f} min, {res['extrapolated_100k_gib']:.2f} GiB on disk")
     nb = args.baseline_n if args.baseline_n is not None else {128: 3, 256: 2, 512: 1}[size]
