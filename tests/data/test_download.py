@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -258,3 +259,15 @@ def test_catalogue_errors(tmp_path):
         load_catalog(bad, env=False)
     assert len(load_catalog(None, env=False)) == 0  # the built-in catalogue has no invented entries
 
+
+
+def test_hf_source_downloads_through_a_mocked_hub_endpoint(tiny_shift, make_server, tmp_path, monkeypatch):
+    served = tmp_path / "hub"
+    shutil.copytree(tiny_shift, served / "datasets/org/suite/resolve/0a1b2c/shift-64",
+                    ignore=shutil.ignore_patterns(".build"))
+    hub = make_server(served)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url())
+    result = download_dataset("hf://datasets/org/suite@0a1b2c/shift-64", to=tmp_path / "data", splits=["val"])
+    assert result.path == tmp_path / "data" / NAME and verify_dataset(result.path).ok
+    assert {p for p, _, _ in hub.log if p.endswith(".h5")} == {
+        f"datasets/org/suite/resolve/0a1b2c/shift-64/{p}" for p in shard_paths(manifest_of(tiny_shift), "val")}
