@@ -208,7 +208,3 @@ def raise_for(report: VerifyReport) -> None:
     if report.problems:
         raise VerificationError(f"{report.path}: {len(report.problems)} problem(s); first: {report.problems[0]}",
                                 report.problems)
-
-
-def report_json(report: VerifyReport) -> str:
-    return json.dumps(report.to_json(), indent=2)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support import ATOMIC, REFERENCE, draw, require_reference, rows
 from ssmbench.errors import ConfigError
 from ssmbench.generators.shift import shift_amounts
 from ssmbench.generators.solve import solve_size
 from ssmbench.registry import get_task
+from support import ATOMIC, REFERENCE, draw, require_reference, rows
 
 REFERENCE_NAME = {"select": "masked_select", "select_fixed": "masked_select_fixed"}
 PAPER_SHAPES = {  # the DLR paper's task shapes at L = 4096 (as the data cards list them): (inputs, targets)
@@ -182,8 +182,8 @@ def test_mips_matches_brute_force(D, causal):
 
 def test_mips_near_ties_follow_float64_and_lowest_index():
     """Constructed ties: duplicate keys (exact ties -> lowest j) and keys one float32 ulp apart."""
-    from ssmbench.generators.mips import _fill_mips  # noqa: F401  (kernel under test via the task)
     from ssmbench.generators import mips as m
+    from ssmbench.generators.mips import _fill_mips  # noqa: F401  (kernel under test via the task)
 
     L, D = 40, 4
     rng = np.random.default_rng(1)

@@ -8,15 +8,15 @@ import random
 from pathlib import Path
 
 import numba
-import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
 import numpy as np
 import pytest
-import support
 from scipy import stats
+
+import listops_oracle as oracle  # tests/generators is on pytest's pythonpath
+import support
+from ssmbench.errors import ConfigError, VerificationError
 from ssmbench.generators import _listops_sampler
 from ssmbench.generators.listops_subtrees import ListOpsSubtrees, ListOpsSubtreesConfig
-
-from ssmbench.errors import ConfigError, VerificationError
 from ssmbench.seeding import keys_for
 
 REFERENCE = support.REFERENCE / "listops_subtrees"

@@ -11,15 +11,15 @@ import math
 import numba
 import numpy as np
 import pytest
+
+from ssmbench.config import canonical_json, config_from_dict
+from ssmbench.errors import ConfigError
 from ssmbench.generators import _pathfinder_geom, _pathfinder_stats, pathfinder
 from ssmbench.generators._pathfinder_slow import SlowPathfinder, _Geometry
 from ssmbench.generators._pathfinder_stats import GOLDEN, GOLDEN_TOLERANCE, statistics_markdown
 from ssmbench.generators.pathfinder import PRESETS, Pathfinder, PathfinderConfig, generate_with_geometry
-from support import REFERENCE, require_reference
-
-from ssmbench.config import canonical_json, config_from_dict
-from ssmbench.errors import ConfigError
 from ssmbench.seeding import keys_for
+from support import REFERENCE, require_reference
 
 TASK = Pathfinder()
 # the presets (the paper's settings, as the card's Parameters table lists them), transcribed independently of the module: (size, aa, seed_distance, marker_radius, contour_length,
