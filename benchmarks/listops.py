@@ -52,7 +52,7 @@ def _run_range(args: tuple[str, str, int, int, int]) -> tuple[float, float, int]
     config = task.presets[preset]
     cpu, wall, roots = time.process_time(), time.perf_counter(), 0
     for a in range(start, stop, block):
-        data, _ = _listops_sampler.sample_batch(config, _keys(task, config, a, min(a + block, stop)), task.label_all)
+        data, _ = _listops_sampler.sample_batch(config, _keys(task, config, a, min(a + block, stop)), task._label_all)
         roots += int(data["roots_drawn"].sum())
     return time.process_time() - cpu, time.perf_counter() - wall, roots
 
@@ -106,7 +106,7 @@ def main() -> None:
     config = task.presets[preset]
     print(f"task {task.name} preset {preset}: {config}")
     t0 = time.perf_counter()
-    _listops_sampler.sample_batch(config, _keys(task, config, 0, 2), task.label_all)  # compile or load the cache
+    _listops_sampler.sample_batch(config, _keys(task, config, 0, 2), task._label_all)  # compile or load the cache
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, numba {numba.__version__} "
           f"({numba.threading_layer()} threading layer); first call {time.perf_counter() - t0:.2f} s")
 
@@ -121,7 +121,7 @@ def main() -> None:
     for a in range(0, n, block):
         k = _keys(task, config, a, min(a + block, n))
         c0, w0 = time.process_time(), time.perf_counter()
-        data, oc = _listops_sampler.sample_batch(config, k, task.label_all)
+        data, oc = _listops_sampler.sample_batch(config, k, task._label_all)
         cpu += time.process_time() - c0
         wall += time.perf_counter() - w0
         outcomes += oc.sum(axis=0)
