@@ -19,9 +19,8 @@ The flow behind `ssmbench download NAME|URL`:
    `--include`), so `verify` reports those as absent rather than missing.
 5. Run `verify`'s default level on the folder.
 
-HTTP goes through `requests` (a thread-local `Session` per worker thread for connection reuse): it is the most
-widely used, long-maintained Python HTTP client, streams bodies and passes `Range` headers as-is, and needs nothing
-beyond urllib3. Example, against any server that holds a dataset folder:
+`ssmbench.data.transfer` holds the HTTP side (URL forms, `requests`, retries, Range resumption). Example, against
+any server that holds a dataset folder:
 
     >>> from ssmbench.data.download import download_dataset
     >>> result = download_dataset("https://host/ssmbench/shift-64/", to="data", splits=["test"])  # doctest: +SKIP
@@ -35,21 +34,30 @@ import fnmatch
 import hashlib
 import json
 import logging
-import os
-import random
-import re
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
 from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
 from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256
+from .transfer import (
+    FileItem,
+    Http,
+    NotFound,
+    Transient,
+    base_url,
+    fetch_bytes,
+    fetch_file,
+    hf_to_https,
+    looks_like_url,
+)
+
+__all__ = ["DownloadResult", "FileItem", "base_url", "download_dataset", "hf_to_https", "looks_like_url",
+           "select_files"]
 
 if TYPE_CHECKING:
     from .catalog import CatalogEntry
@@ -58,15 +66,6 @@ log = logging.getLogger(__name__)
 RECORD = ".download.json"
 DESCRIPTIVE = ("README.md", "croissant.json")  # rendered from the manifest; no checksum covers them
 SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
-
-
-@dataclass(frozen=True)
-class FileItem:
-    """One file to have in the folder; `sha256` None for the descriptive files the manifest does not cover."""
-
-    path: str
-    num_bytes: int | None
-    sha256: str | None
 
 
 @dataclass
@@ -93,218 +92,6 @@ class DownloadResult:
                 "absent": self.absent}
 
 
-class _NotFound(Exception):
-    pass
-
-
-class _Transient(Exception):
-    pass
-
-
-class _Http:
-    """Thread-local requests Sessions plus the retry policy."""
-
-    def __init__(self, retries: int, backoff: float, timeout: float) -> None:
-        self.retries, self.backoff, self.timeout = retries, backoff, timeout
-        self._local = threading.local()
-
-    def session(self) -> Any:
-        s = getattr(self._local, "session", None)
-        if s is None:
-            import requests
-
-            s = requests.Session()
-            s.headers.update({"User-Agent": f"ssmbench/{__version__}", "Accept-Encoding": "identity"})
-            self._local.session = s
-        return s
-
-    def get(self, url: str, headers: dict[str, str] | None = None) -> Any:
-        """A streamed GET; raises _NotFound (404/410), _Transient (network, 408/429/5xx) or DownloadError."""
-        import requests
-
-        try:
-            r = self.session().get(url, headers=headers or {}, stream=True, timeout=self.timeout,
-                                   allow_redirects=True)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _Transient(_short(exc)) from None
-        if r.status_code in (404, 410):
-            r.close()
-            raise _NotFound(f"HTTP {r.status_code}")
-        if r.status_code in (408, 425, 429) or r.status_code >= 500:
-            r.close()
-            raise _Transient(f"HTTP {r.status_code}")
-        if r.status_code >= 400 and r.status_code != 416:
-            r.close()
-            raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason}",
-                                "check the URL and that the host serves the dataset folder")
-        return r
-
-    def pause(self, attempt: int) -> None:
-        time.sleep(self.backoff * (2 ** attempt) * random.uniform(0.5, 1.5))
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc)
-    for needle in ("Connection refused", "Name or service not known", "timed out", "Connection reset",
-                   "Connection aborted", "IncompleteRead", "Temporary failure in name resolution"):
-        if needle in text:
-            return needle.lower()
-    return type(exc).__name__ + (f": {text[:160]}" if text else "")
-
-
-def _fetch_bytes(http: _Http, url: str) -> bytes:
-    import requests
-
-    last = ""
-    for attempt in range(http.retries + 1):
-        try:
-            with http.get(url) as r:
-                if r.status_code == 416:
-                    raise _Transient("HTTP 416")
-                return r.content
-        except requests.RequestException as exc:  # body interrupted
-            last = _short(exc)
-        except _Transient as exc:
-            last = str(exc)
-        if attempt < http.retries:
-            http.pause(attempt)
-    raise _Transient(last)
-
-
-def _transfer(http: _Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> None:
-    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees."""
-    import requests
-    import urllib3
-
-    have = part.stat().st_size if part.exists() else 0
-    if expected is not None and have > expected:
-        part.unlink()
-        have = 0
-    if expected is not None and have == expected and have > 0:
-        return
-    with http.get(url, {"Range": f"bytes={have}-"} if have else None) as r:
-        if r.status_code == 416:  # our partial file is not a prefix of theirs: start again
-            part.unlink(missing_ok=True)
-            with lock:
-                bar.update(-have)
-            raise _Transient("HTTP 416 (range not satisfiable); restarting the file")
-        mode = "wb"
-        if r.status_code == 206:
-            start = _content_range_start(r.headers.get("Content-Range", ""))
-            if start != have:
-                raise _Transient(f"server answered range from {start}, asked from {have}")
-            mode = "ab"
-        elif have:  # 200: the server ignored the range; the body is the whole file
-            with lock:
-                bar.update(-have)
-        part.parent.mkdir(parents=True, exist_ok=True)
-        # read1 hands over whatever has arrived, so a dropped connection loses nothing already received
-        # (iter_content would discard a partly filled chunk); urllib3 before 2.2 lacks it
-        read1 = getattr(r.raw, "read1", None)
-        chunks = iter(lambda: read1(1 << 20, decode_content=False), b"") if read1 else r.iter_content(1 << 20)
-        try:
-            with open(part, mode) as f:
-                try:
-                    for chunk in chunks:
-                        f.write(chunk)
-                        with lock:
-                            bar.update(len(chunk))
-                finally:
-                    f.flush()
-                    os.fsync(f.fileno())
-        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:  # dropped mid-body
-            raise _Transient(_short(exc)) from None
-    got = part.stat().st_size
-    if expected is not None and got < expected:
-        raise _Transient(f"connection closed after {got} of {expected} bytes")
-
-
-def _content_range_start(value: str) -> int | None:
-    try:
-        return int(value.split()[1].split("-")[0])
-    except (IndexError, ValueError):
-        return None
-
-
-@dataclass
-class _Failure:
-    path: str
-    kind: str  # "checksum", "missing" or "network"
-    detail: str
-
-
-def _fetch_file(http: _Http, bases: Sequence[str], root: Path, item: FileItem, bar: Any,
-                lock: threading.Lock) -> _Failure | None:
-    dest = root / item.path
-    part = dest.with_name(dest.name + ".part")
-    problems: list[_Failure] = []
-    for base in bases:
-        url = base + item.path
-        fresh_retry = True
-        for attempt in range(http.retries + 1):
-            resumed = part.exists()
-            try:
-                _transfer(http, url, part, item.num_bytes, bar, lock)
-            except _NotFound as exc:
-                problems.append(_Failure(item.path, "missing", f"{url}: {exc}"))
-                break
-            except _Transient as exc:
-                problems.append(_Failure(item.path, "network", f"{url}: {exc}"))
-                if attempt < http.retries:
-                    http.pause(attempt)
-                continue
-            size = part.stat().st_size
-            if item.sha256 is not None and (size != item.num_bytes or file_sha256(part) != item.sha256):
-                part.unlink()  # never keep bytes that disagree with the manifest
-                with lock:
-                    bar.update(-size)
-                problems.append(_Failure(item.path, "checksum",
-                                         f"{url}: {size} bytes with a sha256 that differs from the manifest"))
-                if resumed and fresh_retry:  # the kept .part may predate a change at the host: once from zero
-                    fresh_retry = False
-                    continue
-                break  # TLS protects transport integrity: the same host would serve the same wrong bytes
-            os.replace(part, dest)
-            return None
-    for kind in ("checksum", "network", "missing"):
-        found = [p for p in problems if p.kind == kind]
-        if found:
-            return found[-1]
-    return _Failure(item.path, "network", "no source")
-
-
-def hf_to_https(source: str) -> str:
-    """`hf://datasets/<org>/<repo>@<revision>/<folder>` -> the Hub's base URL for that folder's files.
-
-    >>> hf_to_https("hf://datasets/org/suite@0123abc/shift-64")
-    'https://huggingface.co/datasets/org/suite/resolve/0123abc/shift-64/'
-    """
-    m = re.fullmatch(r"hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?(/.*)?", source.rstrip("/"))
-    if not m:
-        raise ConfigError("source", f"{source!r} is not hf://datasets/<org>/<repo>[@<revision>][/<folder>]")
-    repo, revision, folder = m.group(1), m.group(2) or "main", (m.group(3) or "").strip("/")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    return f"{endpoint}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
-
-
-def base_url(source: str) -> str:
-    """A source as a base URL ending in '/', under which `manifest.json` and the shards live."""
-    if source.startswith("hf://"):
-        return hf_to_https(source)
-    if source.startswith(("doi:", "https://doi.org/", "s3://", "gs://")):
-        raise ConfigError("source", f"{source!r}: DOI, S3 and GCS sources are not supported by this version",
-                          "use an https:// or hf:// source")
-    if not source.startswith(("http://", "https://")):
-        raise ConfigError("source", f"{source!r} is not a URL", "use https://host/path/<name>/ or hf://datasets/...")
-    if source.endswith("/manifest.json"):
-        source = source[: -len("manifest.json")]
-    return source if source.endswith("/") else source + "/"
-
-
-def looks_like_url(text: str) -> bool:
-    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", text)) or text.startswith("doi:")
-
-
 def _sources(source: str | CatalogEntry) -> tuple[CatalogEntry | None, list[str]]:
     if isinstance(source, str):
         if not looks_like_url(source):
@@ -314,15 +101,15 @@ def _sources(source: str | CatalogEntry) -> tuple[CatalogEntry | None, list[str]
     return source, [base_url(s) for s in source.sources]
 
 
-def _get_manifest(http: _Http, bases: list[str], pinned: str | None) -> tuple[bytes, list[str]]:
+def _get_manifest(http: Http, bases: list[str], pinned: str | None) -> tuple[bytes, list[str]]:
     failures, mismatches = [], []
     for i, base in enumerate(bases):
         try:
-            data = _fetch_bytes(http, base + "manifest.json")
-        except _NotFound as exc:
+            data = fetch_bytes(http, base + "manifest.json")
+        except NotFound as exc:
             failures.append(f"{base}manifest.json: {exc}")
             continue
-        except _Transient as exc:
+        except Transient as exc:
             failures.append(f"{base}manifest.json: {exc} (after {http.retries + 1} attempts)")
             continue
         got = hashlib.sha256(data).hexdigest()
@@ -412,7 +199,7 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
     if workers < 1:
         raise ConfigError("--workers", f"must be >= 1, got {workers}")
     entry, bases = _sources(source)
-    http = _Http(retries, backoff, timeout)
+    http = Http(retries, backoff, timeout)
     manifest_bytes, bases = _get_manifest(http, bases, entry.manifest_sha256 if entry else None)
     manifest = _check_manifest(manifest_bytes, bases[0])
     name = manifest["name"]
@@ -459,7 +246,7 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
     return result
 
 
-def _run(http: _Http, bases: list[str], root: Path, wanted: list[FileItem], result: DownloadResult,
+def _run(http: Http, bases: list[str], root: Path, wanted: list[FileItem], result: DownloadResult,
          workers: int, progress: bool) -> None:
     from tqdm import tqdm
 
@@ -480,9 +267,9 @@ def _run(http: _Http, bases: list[str], root: Path, wanted: list[FileItem], resu
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ssmbench-download") as pool:
             descriptive = [f for f in todo if f.sha256 is None]
             checked = [f for f in todo if f.sha256 is not None]
-            failures = [x for x in pool.map(lambda f: _fetch_file(http, bases, root, f, bar, lock), checked) if x]
+            failures = [x for x in pool.map(lambda f: fetch_file(http, bases, root, f, bar, lock), checked) if x]
             for item in descriptive:  # optional: a host without them still gives a usable dataset
-                if _fetch_file(http, bases, root, item, bar, lock) is not None:
+                if fetch_file(http, bases, root, item, bar, lock) is not None:
                     log.warning("%s was not found at the source; `ssmbench card %s` renders it", item.path, root)
     finally:
         bar.close()
