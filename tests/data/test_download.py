@@ -271,3 +271,12 @@ def test_hf_source_downloads_through_a_mocked_hub_endpoint(tiny_shift, make_serv
     assert result.path == tmp_path / "data" / NAME and verify_dataset(result.path).ok
     assert {p for p, _, _ in hub.log if p.endswith(".h5")} == {
         f"datasets/org/suite/resolve/0a1b2c/shift-64/{p}" for p in shard_paths(manifest_of(tiny_shift), "val")}
+
+
+def test_a_second_concurrent_download_into_the_same_folder_is_refused(host, tmp_path):
+    from filelock import FileLock
+
+    with FileLock(str(tmp_path / f".{NAME}.download.lock")):  # as another process's download would hold it
+        with pytest.raises(DatasetError, match="another download"):
+            download_dataset(host.url(f"ssm/{NAME}/"), to=tmp_path)
+    assert not (tmp_path / NAME / "manifest.json").exists()
