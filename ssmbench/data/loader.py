@@ -1,0 +1,312 @@
+"""A map-style PyTorch dataset over one split of a dataset folder: `open_dataset(path, split)`.
+
+The constructor reads `manifest.json` only, checks the folder (structure, task, task version) and keeps the shard
+table as NumPy arrays (small and copy-on-write friendly in DataLoader workers). HDF5 files are opened lazily, in
+the process that reads them, on the first item that needs a shard, and kept in a small per-process LRU cache; a
+handle opened before a fork is never used by the child (the cache is keyed by pid and dropped when pickled), so the
+dataset works under fork, forkserver and spawn. `torch` is imported only when an item is built.
+
+Items are dicts of tensors, as the model consumes them (`transform="model"`, the default):
+
+========== ============================================== =========================================================
+key        pixels (Pathfinder)                            tokens (ListOps) / real (atomic tasks)
+========== ============================================== =========================================================
+inputs     (T, 1) float32, row-major flattening, scaled   (T,) int64 token ids / (T, d_input) float32 as stored
+           to [-1, 1] by Spec.input_scale (x * a + b)
+targets    (T,) int64 class ids                           (T,) int64, ignore_index (-100) where unlabelled /
+                                                          (l_output, d_output) float32
+extras     int64 for integer fields (float32 for float fields), stored shape, on request (`fields=`)
+========== ============================================== =========================================================
+
+plus "sample_index", the sample's int64 index within its split. Because "model" has already applied
+`Spec.input_scale`, `dataset.spec` (the Spec of the yielded tensors, which the model should be built from) has
+`input_scale=None`; `dataset.stored_spec` is the folder's own. `transform="compact"` keeps the stored dtypes
+(uint8 pixels and tokens, int8/uint8 targets; same shapes as "model") so that 4-8x fewer bytes cross process
+boundaries and the device does the widening and scaling (`dataset.spec` then keeps `input_scale`).
+`transform="numpy"` returns the stored arrays unchanged, as NumPy (no torch needed); a callable receives that
+NumPy dict and returns whatever it likes.
+
+Example (a 40-sample Pathfinder-32 build):
+
+    >>> ds = open_dataset("data/pathfinder-32", "train", fields=("label",))   # doctest: +SKIP
+    >>> item = ds[0]                                                          # doctest: +SKIP
+    >>> item["inputs"].shape, item["inputs"].dtype, item["targets"].shape, item["label"].dtype   # doctest: +SKIP
+    (torch.Size([1024, 1]), torch.float32, torch.Size([1024]), torch.int64)
+    >>> loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2,            # doctest: +SKIP
+    ...                                      sampler=ShardAwareSampler(ds, seed=0))
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..api import Field, Spec
+from ..errors import DatasetError
+from .samplers import EvalShardSampler, ShardAwareSampler
+
+__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "TRANSFORMS"]
+
+TRANSFORMS = ("model", "compact", "numpy")
+_REQUIRED = ("format", "task", "task_version", "spec", "splits", "config")
+
+
+def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str] | None = None,
+                 transform: str | Callable[[dict[str, np.ndarray]], Any] = "model", expect_task: str | None = None,
+                 expect_config: Mapping[str, Any] | None = None, download: bool = True,
+                 max_open_files: int = 16) -> FolderDataset:
+    """One split of a dataset folder as a map-style dataset (see the module docstring for the item layout).
+
+    `path` is a folder, or a dataset name looked up in the data root and then in the download catalogues
+    (downloaded when missing, unless `download=False`). `fields` names extra stored fields to return beside
+    inputs and targets (e.g. ("node_height", "node_op") for ListOps, ("label",) for Pathfinder). `expect_task`
+    and `expect_config` (config values that must match, e.g. {"size": 512}) refuse a folder of another task or
+    configuration. Every refusal is a one-line `DatasetError` naming the fix.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        from .catalog import resolve_dataset
+
+        folder = resolve_dataset(path, download=download)
+    return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,
+                         expect_config=expect_config, max_open_files=max_open_files)
+
+
+def _spec_from_json(obj: Mapping[str, Any]) -> Spec:
+    fields = {name: Field(f["dtype"], tuple(f["shape"]), f.get("description", ""), f.get("codec", "gzip:4"),
+                          f.get("shuffle", False), f.get("attrs", {})) for name, f in obj["fields"].items()}
+    scale = obj.get("input_scale")
+    return Spec(fields=fields, input_kind=obj["input_kind"], d_input=obj["d_input"], seq_len=obj["seq_len"],
+                target_kind=obj["target_kind"], d_output=obj["d_output"], l_output=obj["l_output"],
+                ignore_index=obj.get("ignore_index"), causal=obj["causal"],
+                input_scale=tuple(scale) if scale else None, metrics=tuple(obj.get("metrics", ())))
+
+
+def _regenerate_hint(manifest: Mapping[str, Any]) -> str:
+    argv = manifest.get("command", {}).get("argv") or ["generate", str(manifest.get("task"))]
+    return "regenerate it with the installed ssmbench: ssmbench " + " ".join(argv)
+
+
+def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_task: str | None = None,
+                 expect_config: Mapping[str, Any] | None = None) -> None:
+    """Refuse (DatasetError) a folder whose manifest is incomplete, whose split is missing shards or has shards
+    of the wrong size, or that belongs to another task, configuration or task version. Cheap: `stat` only."""
+    from ..registry import tasks
+    from .verify import absent_by_selection
+
+    missing = [key for key in _REQUIRED if key not in manifest]
+    if missing:
+        raise DatasetError(f"{root}/manifest.json is incomplete (no {missing[0]!r}): truncated or not an ssmbench "
+                           "manifest", "re-download or regenerate the dataset")
+    if manifest["format"] != 1:
+        raise DatasetError(f"{root} has manifest format {manifest['format']!r}; this ssmbench reads format 1",
+                           "upgrade ssmbench")
+    task = manifest["task"]
+    if expect_task is not None and task != tasks.canonical(expect_task):
+        raise DatasetError(f"{root} holds task {task!r}, not {expect_task!r}",
+                           f"pass a {expect_task} folder (ssmbench generate {expect_task} ...)")
+    for key, value in (expect_config or {}).items():
+        if manifest["config"].get(key) != value:
+            raise DatasetError(f"{root} has {key} = {manifest['config'].get(key)!r}, not {value!r}",
+                               f"pass a folder built with {key} = {value!r}")
+    if task not in tasks:
+        raise DatasetError(f"{root} holds task {task!r}, which is not installed",
+                           "install the plug-in that provides it")
+    installed = str(tasks.get(task).version)
+    if str(manifest["task_version"]) != installed:
+        raise DatasetError(f"{root} was made by {task} version {manifest['task_version']}, the installed {task} is "
+                           f"version {installed}, so its samples differ from what this code generates",
+                           _regenerate_hint(manifest))
+    if split not in manifest["splits"]:
+        raise DatasetError(f"{root} has no split {split!r} (it has {', '.join(manifest['splits'])})",
+                           "pass one of those as split=")
+    info = manifest["splits"][split]
+    left_out = absent_by_selection(root)
+    start = 0
+    for shard in info.get("shards", []):
+        if shard["sample_start"] != start:
+            raise DatasetError(f"{root}/manifest.json: {shard['path']} starts at sample {shard['sample_start']}, "
+                               f"expected {start}", "re-download or regenerate the dataset")
+        start = shard["sample_stop"]
+        file = root / shard["path"]
+        if not file.is_file():
+            if shard["path"] in left_out:
+                raise DatasetError(f"{root}: {shard['path']} was left out by a partial download",
+                                   f"fetch the {split} split: ssmbench download {manifest.get('name', root.name)} "
+                                   f"--split {split} --to {root.parent}")
+            raise DatasetError(f"{root}: shard {shard['path']} is missing",
+                               f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
+        if file.stat().st_size != shard["num_bytes"]:
+            raise DatasetError(f"{root}: {shard['path']} has {file.stat().st_size} bytes, the manifest says "
+                               f"{shard['num_bytes']} (truncated or replaced)",
+                               f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
+    if start != info.get("num_samples"):
+        raise DatasetError(f"{root}/manifest.json: the {split} shards cover {start} samples, the split has "
+                           f"{info.get('num_samples')}", "re-download or regenerate the dataset")
+
+
+class FolderDataset:
+    """Map-style dataset over one split of a dataset folder; build it with `open_dataset`.
+
+    Attributes: `root`, `split`, `task`, `task_version`, `dataset_id`, `config` (the resolved task config, a
+    dict), `stored_spec`, `spec` (the Spec of the yielded tensors), `fields` (extra fields returned),
+    `shard_starts` ((S + 1,) int64 sample offsets of the split's shards; samplers use it).
+    """
+
+    def __init__(self, root: str | Path, split: str = "train", *, fields: Sequence[str] | None = None,
+                 transform: str | Callable[[dict[str, np.ndarray]], Any] = "model",
+                 expect_task: str | None = None, expect_config: Mapping[str, Any] | None = None,
+                 max_open_files: int = 16) -> None:
+        import dataclasses
+
+        from .build import load_manifest
+
+        self.root = Path(root)
+        manifest = load_manifest(self.root)
+        check_folder(self.root, manifest, split, expect_task, expect_config)
+        if not (callable(transform) or transform in TRANSFORMS):
+            raise DatasetError(f"unknown transform {transform!r}", f"use one of {', '.join(TRANSFORMS)} or a callable")
+        self.split, self.transform = split, transform
+        self.task, self.task_version = manifest["task"], str(manifest["task_version"])
+        self.dataset_id, self.config = manifest.get("dataset_id", ""), dict(manifest["config"])
+        self.stored_spec = _spec_from_json(manifest["spec"])
+        self.spec = (dataclasses.replace(self.stored_spec, input_scale=None)
+                     if transform == "model" and self.stored_spec.input_kind == "pixels" else self.stored_spec)
+        stored = {**manifest["spec"]["fields"], "sample_id": {"dtype": "int64", "shape": []}}
+        self.fields = tuple(fields or ())
+        unknown = [f for f in self.fields if f not in stored or f in ("inputs", "targets")]
+        if unknown:
+            extras = sorted(set(stored) - {"inputs", "targets"})
+            raise DatasetError(f"{self.root} has no extra field {unknown[0]!r}", f"choose from {', '.join(extras)}")
+        self._read = ("inputs", "targets", *self.fields)
+        self._dtype = {k: np.dtype(stored[k]["dtype"]) for k in self._read}
+        self._shape = {k: tuple(stored[k]["shape"]) for k in self._read}
+        shards = manifest["splits"][split]["shards"]
+        self._paths = np.array([s["path"] for s in shards], dtype=np.str_)  # (S,) fixed-width strings, no objects
+        self.shard_starts = np.array([0] + [s["sample_stop"] for s in shards], dtype=np.int64)  # (S + 1,)
+        self.max_open_files = max(1, int(max_open_files))
+        self._files: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._pid = os.getpid()
+
+    # ------------------------------------------------------------------------------------------------- protocol
+    def __len__(self) -> int:
+        return int(self.shard_starts[-1])
+
+    def __repr__(self) -> str:
+        return (f"FolderDataset({str(self.root)!r}, split={self.split!r}, task={self.task!r}, n={len(self)}, "
+                f"shards={len(self._paths)}, transform={self.transform!r})")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_files"] = OrderedDict()  # open HDF5 handles never travel to another process
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pid = os.getpid()
+
+    def __getitem__(self, index: int) -> Any:
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """Several items in one call (DataLoader's batched fetch): rows are read shard by shard in index order,
+        each field into one preallocated (B, ...) array, and transformed in one vectorised pass."""
+        batch = self.read_rows(indices)
+        return self._items(batch, len(batch["sample_index"]))
+
+    # -------------------------------------------------------------------------------------------------- reading
+    def read_rows(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
+        """The stored arrays of `indices` (in the order given), plus "sample_index": {name: (B, *shape)}."""
+        n = len(self)
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)  # (B,)
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = int(np.asarray(indices).reshape(-1)[(idx < 0) | (idx >= n)][0])
+            raise IndexError(f"index {bad} is out of range for the {self.split} split of {n} samples")
+        out = {k: np.empty((idx.size, *self._shape[k]), dtype=self._dtype[k]) for k in self._read}
+        shard_of = np.searchsorted(self.shard_starts, idx, side="right") - 1  # (B,)
+        order = np.argsort(idx, kind="stable")  # read each shard's rows in file order
+        for s in np.unique(shard_of):
+            datasets = self._open(int(s))
+            sel = order[shard_of[order] == s]
+            rows = idx[sel] - self.shard_starts[s]
+            for k in self._read:
+                dset = datasets[k]
+                if isinstance(dset, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
+                    out[k][sel] = dset[rows]
+                else:
+                    for dst, row in zip(sel.tolist(), rows.tolist(), strict=True):
+                        out[k][dst] = dset[row]
+        out["sample_index"] = idx
+        return out
+
+    def _open(self, s: int) -> dict[str, Any]:
+        """Datasets of shard `s`, opened in this process (LRU-bounded); scalar fields are read whole."""
+        if self._pid != os.getpid():  # forked with handles from the parent: never use them here
+            self._files, self._pid = OrderedDict(), os.getpid()
+        hit = self._files.get(s)
+        if hit is not None:
+            self._files.move_to_end(s)
+            return hit[1]
+        import h5py
+        import hdf5plugin  # noqa: F401  (registers the Zstd filter, so repacked copies read too)
+
+        f = h5py.File(self.root / str(self._paths[s]), "r", locking=False)
+        datasets = {k: (f[k][()] if self._shape[k] == () else f[k]) for k in self._read}
+        self._files[s] = (f, datasets)
+        while len(self._files) > self.max_open_files:
+            _, (old, _) = self._files.popitem(last=False)
+            old.close()
+        return datasets
+
+    def close(self) -> None:
+        """Close this process's open shard files (they reopen on the next read)."""
+        if self._pid == os.getpid():
+            for f, _ in self._files.values():
+                f.close()
+        self._files = OrderedDict()
+
+    # ----------------------------------------------------------------------------------------------- transforms
+    def _items(self, batch: dict[str, np.ndarray], b: int) -> list[Any]:
+        if callable(self.transform):
+            return [self.transform({k: v[i] for k, v in batch.items()}) for i in range(b)]
+        if self.transform == "numpy":
+            return [{k: v[i] for k, v in batch.items()} for i in range(b)]
+        import torch
+
+        model = self.transform == "model"
+        cols = {"inputs": self._inputs(batch["inputs"], model), "targets": self._targets(batch["targets"], model),
+                "sample_index": batch["sample_index"]}
+        for k in self.fields:
+            v = batch[k]
+            cols[k] = v if not model else v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in cols.items()}
+        return [{k: t[i] for k, t in tensors.items()} for i in range(b)]
+
+    def _inputs(self, x: np.ndarray, model: bool) -> np.ndarray:
+        """(B, *stored) -> (B, T, 1) float32 pixels / (B, T) int64 tokens / (B, T, d) float32 reals."""
+        spec, b = self.stored_spec, len(x)
+        if spec.input_kind == "pixels":
+            x = x.reshape(b, -1, 1)  # (B, T, 1) row-major flattening of each image
+            if not model:
+                return x
+            a, c = spec.input_scale or (1.0, 0.0)
+            lut = (np.arange(256, dtype=np.float64) * a + c).astype(np.float32)  # (256,) exact x * a + b per byte
+            return lut[x] if x.dtype == np.uint8 else (x.astype(np.float64) * a + c).astype(np.float32)
+        if spec.input_kind == "tokens":
+            return x.astype(np.int64) if model else x
+        return x.astype(np.float32, copy=False)
+
+    def _targets(self, y: np.ndarray, model: bool) -> np.ndarray:
+        """Classification: (B, l_output) int64 class ids (ignore_index kept); regression: float32 as stored."""
+        spec, b = self.stored_spec, len(y)
+        if spec.target_kind != "classify":
+            return y.astype(np.float32, copy=False)
+        if int(np.prod(y.shape[1:], dtype=np.int64)) == spec.l_output:
+            y = y.reshape(b, spec.l_output)  # Pathfinder masks: the same row-major order as the pixels
+        return y.astype(np.int64) if model else y
