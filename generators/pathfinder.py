@@ -289,8 +289,9 @@ class Pathfinder(Task[PathfinderConfig]):
         """`config` (the preset of the nearest size) drawn at image side `size`: every length scales with it.
 
         The distance between the main paths, the circle radius, the dash length and width and the margins are
-        multiplied by size / config.size (integers rounded, at least 1), so the paths cover the same share of
-        the image; counts (dashes per path, distractors) and thresholds stay. Without this the 128 preset's paths
+        multiplied by size / config.size, so the paths cover the same share of the image (the distance rounded,
+        the margins rounded down so that small sides do not get relatively longer paths, both at least 1; lengths
+        to 0.001); counts (dashes per path, distractors) and thresholds stay. Without this the 128 preset's paths
         do not fit a 100-pixel image and the 256 preset's do not fit 200 (the main-pair retry cap is reached).
 
         >>> p = Pathfinder().resize_config(PRESETS["256"], 200)
@@ -298,7 +299,7 @@ class Pathfinder(Task[PathfinderConfig]):
         (200, 21, 3.281, 6.25, 1.562, (3,))
         """
         r = size / config.size
-        margins = tuple(dict.fromkeys(max(1, round(m * r)) for m in config.margin_list))
+        margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
         return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
                                    marker_radius=round(config.marker_radius * r, 3),
                                    dash_length=round(config.dash_length * r, 3),

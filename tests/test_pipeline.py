@@ -91,14 +91,17 @@ def test_job_array_then_finalize_equals_one_run(tmp_path):
 
 def test_rerun_resumes_and_repairs(tmp_path):
     config = ShiftConfig(L=32, num_shifts=2)
-    first = generate_dataset("shift", config, out=tmp_path, n=24, samples_per_shard=4)
-    root = first.path
+    first = generate_dataset("shift", config, out=tmp_path / "one", n=24, samples_per_shard=4)
+    for i in range(2):  # every shard written, not finalized: the build state in .build/ stays
+        part = generate_dataset("shift", config, out=tmp_path, n=24, samples_per_shard=4, shard_index=i,
+                                num_shards=2)
+    root = part.path
     shard = root / first.manifest["splits"]["train"]["shards"][2]["path"]
     (root / ".build" / "train" / (shard.stem + ".json")).unlink()  # died between rename and sidecar
     (shard.parent / (shard.name + ".tmp.deadbeef")).write_bytes(b"partial")  # killed mid-write
     again = generate_dataset("shift", config, out=tmp_path, n=24, samples_per_shard=4)
     assert again.shards_written == 1 and again.shards_skipped == len(first.manifest["splits"]["train"]["shards"]) + 1
-    assert not list(root.rglob("*.tmp.*"))
+    assert not list(root.rglob("*.tmp.*")) and not (root / ".build").exists()
     assert again.manifest["content_digest"] == first.manifest["content_digest"]
 
 

@@ -7,6 +7,7 @@ Heavy imports (numba, h5py, torch) happen inside the commands, so `--help` and `
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import sys
@@ -21,6 +22,17 @@ from ..errors import ConfigError, SsmbenchError
 CONTEXT = {"auto_envvar_prefix": "SSMBENCH", "show_default": True, "help_option_names": ["-h", "--help"],
            "max_content_width": 110}
 _state = {"verbose": False}
+OS_ERROR_HINTS = {
+    errno.EACCES: "choose a writable location (--out), or fix the permissions",
+    errno.EPERM: "choose a writable location (--out), or fix the permissions",
+    errno.EROFS: "the file system is read-only: choose another location (--out)",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: choose another path",
+    errno.EISDIR: "the path is a folder: name a file",
+    errno.ENOSPC: "the disk is full: free some space or choose another location (--out)",
+    errno.EDQUOT: "the disk quota is exceeded: free some space or choose another location (--out)",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+"""Operating-system errors that are the environment's, not a bug: one line and a hint, exit 1."""
 
 
 def _emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
@@ -65,9 +77,23 @@ def main(argv: list[str] | None = None) -> None:
         if exc.hint:
             click.echo(f"hint: {exc.hint}", err=True)
         sys.exit(exc.exit_code)
-    except Exception:
-        traceback.print_exc()
-        click.echo(f"ssmbench {__version__} hit an internal error; please report it with the traceback above "
-                   "and the output of `ssmbench --version`.", err=True)
+    except OSError as exc:
+        if exc.errno not in OS_ERROR_HINTS:
+            _internal_error()
+        if _state["verbose"]:
+            traceback.print_exc()
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+        click.echo(f"hint: {OS_ERROR_HINTS[exc.errno]}", err=True)
         sys.exit(1)
+    except Exception:
+        _internal_error()
     sys.exit(0)
+
+
+def _internal_error() -> None:
+    """A bug: print the traceback of the exception being handled, ask for a report, exit 1."""
+    traceback.print_exc()
+    click.echo(f"ssmbench {__version__} hit an internal error; please report it with the traceback above "
+               "and the output of `ssmbench --version`.", err=True)
+    sys.exit(1)

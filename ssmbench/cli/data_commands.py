@@ -173,18 +173,28 @@ def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool)
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 def card_command(path: str) -> None:
     """(Re)render a dataset folder's README.md data card and croissant.json from its manifest."""
+    import errno
     from pathlib import Path
 
     from ..data.build import load_manifest
     from ..data.cards import write_card
+    from ..errors import DatasetError
 
-    click.echo(str(write_card(Path(path), load_manifest(path))))
+    manifest = load_manifest(path)
+    try:
+        click.echo(str(write_card(Path(path), manifest)))
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        raise DatasetError(f"{path} is read-only: `card` rewrites its README.md and croissant.json in place",
+                           f"copy it somewhere writable (cp -r {path} COPY) and run `ssmbench card COPY`") from None
 
 
 @cli.command("preview", epilog="Examples:\n\n\b\n  ssmbench preview data/pathfinder-128 --n 8 --out grid.png")
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @click.option("-n", "--n", "n", type=int, default=8, help="Number of samples to show.")
-@click.option("--out", type=click.Path(dir_okay=False), help="PNG to write [default: DIR/preview.png].")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="PNG to write [default: DIR/preview.png; a temporary file when DIR is read-only].")
 @click.option("--split", default="val", help="Split to draw samples from.")
 def preview_command(path: str, n: int, out: str | None, split: str) -> None:
     """Render a PNG of samples: images beside colour-coded masks, or sequences as plots."""
@@ -197,4 +207,8 @@ def preview_command(path: str, n: int, out: str | None, split: str) -> None:
         from ..data.preview import render_preview
     except ImportError:
         raise SsmbenchError("preview is not available in this installation") from None
-    click.echo(str(render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)))
+    written = render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)
+    if out is None and written.parent != Path(path):
+        click.echo(f"note: {path} is read-only, so the preview went to the temporary folder (choose with --out)",
+                   err=True)
+    click.echo(str(written))

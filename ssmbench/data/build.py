@@ -32,6 +32,7 @@ from .shards import (
     ShardSpec,
     atomic_write_json,
     auto_samples_per_shard,
+    check_codec,
     make_plan,
     remove_stray_temporaries,
     shard_done,
@@ -170,6 +171,7 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
         from ..errors import ConfigError
 
         raise ConfigError("--samples-per-shard", f"must be >= 1, got {spp}")
+    check_codec(codec)
     cfg = config.to_dict()
     name = dataset_name(task, config)
     ident = canonical_json({"task": task.name, "version": task.version, "config_sha256": config_sha256(cfg),
@@ -181,22 +183,27 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
 
 
 def _check_folder(path: Path, plan: BuildPlan, overwrite: bool) -> None:
-    """Refuse to mix datasets: an existing folder must hold this very build (or be empty)."""
+    """Refuse to mix datasets: an existing folder must hold this very build (or be empty).
+
+    `--overwrite` deletes only what ssmbench wrote (a folder with other files is refused); a folder left by a run
+    that stopped before its first shard (only `.build/plan.json`) is replaced without asking.
+    """
+    from .folder import check_writable, failed_before_first_shard, read_json, remove_own_files
+
+    check_writable(path)
     if not path.exists() or not any(path.iterdir()):
         return
-    recorded = path / ".build" / "plan.json"
-    manifest = path / "manifest.json"
-    identity = None
-    if recorded.exists():
-        identity = json.loads(recorded.read_text())
-    elif manifest.exists():
-        m = json.loads(manifest.read_text())
-        identity = m.get("build_identity")
+    recorded, manifest = path / ".build" / "plan.json", path / "manifest.json"
+    identity = read_json(recorded) if recorded.exists() else (read_json(manifest) or {}).get("build_identity")
     if identity == plan.identity():
         return
-    if overwrite:
-        shutil.rmtree(path)
+    if overwrite or failed_before_first_shard(path):
+        remove_own_files(path)
         return
+    if identity is None and (recorded.exists() or manifest.exists()):
+        damaged = recorded if recorded.exists() else manifest
+        raise DatasetError(f"{path} holds a damaged build ({damaged.relative_to(path)} is not valid JSON)",
+                           "pass --overwrite to replace it, or choose another --out")
     if identity is None:
         raise DatasetError(f"{path} exists and is not an ssmbench dataset folder",
                            "choose another --out, or pass --overwrite to replace it")
@@ -220,6 +227,9 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
         plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
     path = data_root(out) / plan.name
     _check_folder(path, plan, overwrite)
+    done = _already_finished(path, plan, overwrite)
+    if done is not None:
+        return done
     path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path / ".build" / "plan.json", plan.identity())
     if num_shards is None:  # job-array runs share the folder: never delete another job's temporary files
@@ -250,7 +260,29 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
 
         manifest = finalize(path, plan, argv=argv, explicit=explicit, extras=extras)
         finalized = True
+        shutil.rmtree(path / ".build", ignore_errors=True)  # sidecars, plan, ListOps candidates: no longer needed
     return GenerateResult(path, plan.name, manifest, len(todo), selected - len(todo), finalized)
+
+
+def _already_finished(path: Path, plan: BuildPlan, overwrite: bool) -> GenerateResult | None:
+    """A re-run on a finished folder: nothing to do when every shard still matches the manifest (the leftover
+    `.build/` of an older version is removed); a damaged one is refused unless `--overwrite` rebuilds it."""
+    from .folder import finished_build, remove_own_files
+
+    manifest, damaged = finished_build(path, plan.identity())
+    if manifest is None:
+        return None
+    if not damaged:
+        shutil.rmtree(path / ".build", ignore_errors=True)
+        return GenerateResult(path, plan.name, manifest, 0, len(plan.shards), True)
+    if (path / ".build" / "plan.json").exists():
+        return None  # the build state is still there: the resume rewrites the damaged shards
+    if overwrite:
+        remove_own_files(path)
+        return None
+    raise DatasetError(f"{path} is finished but {len(damaged)} shard(s) no longer match its manifest "
+                       f"(e.g. {damaged[0]})", "run `ssmbench verify` on it for details; pass --overwrite to "
+                       "rebuild it")
 
 
 def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, quiet: bool,

@@ -1,14 +1,41 @@
-"""Before a long run, estimate what it will write: disk size and time, from a small measured batch."""
+"""Before a long run, estimate what it will write: disk size and time, from a probe shard written for real.
+
+The probe generates 2k training samples (k = 8 to 64, by sample size) and writes them as a shard with the build's
+own storage settings (chunking, shuffle, codec, fletcher32, root attributes, fixed arrays) into a temporary
+folder: its chunks give the stored bytes per row. The HDF5 metadata of each shard (chunk index, headers,
+attributes, fixed arrays) does not depend on the values, so it is measured on shards of zeros of the plan's
+lengths. The manifest, data card, croissant.json and preview are added for the folder's size. De-duplicated tasks
+also keep their candidate shards under `.build/` until finalize, so their peak is about twice the final size.
+
+>>> from ssmbench.data.build import plan_build
+>>> from ssmbench.registry import get_task
+>>> task, config = get_task("cumsum"), get_task("cumsum").Config(L=64)
+>>> est = estimate_build(task, config, plan_build("cumsum", config, n=1000, samples_per_shard=256), workers=1)
+>>> est["probe_samples"], est["disk_bytes"] > 1000 * est["per_sample_bytes"], est["disk_human"].endswith("MiB")
+(64, True, True)
+"""
 
 from __future__ import annotations
 
+import tempfile
 import time
-import zlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..config import canonical_json
 from ..seeding import keys_for
+from .shards import ShardSpec, storage_fields, write_shard
+
+SMALL_FILES = 20 << 10
+"""manifest.json, README.md and croissant.json of a folder with one shard (measured: 18-23 KiB)."""
+PER_SHARD_FILES = 1 << 10
+"""What each shard adds to manifest.json and croissant.json (its entry with hashes)."""
+PREVIEW = 64 << 10
+"""preview.png of tasks that draw one (pathfinder: 45-65 KiB)."""
+PROBE_BYTES = 16 << 20
+"""Raw bytes the probe generates at most: k = clamp(PROBE_BYTES / (2 * bytes per sample), 8, 64)."""
 
 
 def _human_bytes(n: float) -> str:
@@ -27,19 +54,73 @@ def _human_seconds(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int = 4) -> dict[str, Any]:
-    """Generate `probe` samples (after compiling), time them and zlib-compress them to extrapolate."""
-    total = sum(plan.sizes.values())
-    keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, probe)
-    task.generate(config, keys[:1])
+def _chunk_bytes(path: Path) -> int:
+    """Bytes the stored (compressed) rows of an HDF5 shard take: every dataset but the fixed arrays, no metadata."""
+    import h5py
+
+    sizes: list[int] = []
+
+    def visit(name: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset) and not name.startswith("fixed/"):
+            sizes.append(obj.id.get_storage_size())
+
+    with h5py.File(path, "r", locking=False) as h5:
+        h5.visititems(visit)
+    return sum(sizes)
+
+
+def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int | None = None) -> dict[str, Any]:
+    """Disk bytes (final folder, and peak while building) and seconds of the plan, from a written probe.
+
+    Returns `disk_bytes`, `peak_bytes`, `seconds`, their human forms, `raw_bytes` (uncompressed samples),
+    `per_sample_bytes` (stored bytes of a row), `metadata_bytes` (of every shard) and `probe_samples`.
+    """
+    spec = task.spec(config)
+    k = probe or int(np.clip(PROBE_BYTES // (2 * max(spec.bytes_per_sample(), 1)), 8, 64))
+    keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k)
+    task.generate(config, keys[:1])  # compile outside the timing
     t0 = time.perf_counter()
     block = task.generate(config, keys)
-    per_sample = (time.perf_counter() - t0) / probe
-    raw = sum(a.nbytes for a in block.values()) / probe
-    t1 = time.perf_counter()
-    packed = sum(len(zlib.compress(np.ascontiguousarray(a).tobytes(), 4)) for a in block.values()) / probe
-    per_sample += (time.perf_counter() - t1) / probe  # compression dominates writing
-    seconds = per_sample * total / max(1, workers)
-    disk = packed * total
+    gen_seconds = (time.perf_counter() - t0) / (2 * k)
+    fields = storage_fields(spec, plan.codec)
+    attrs = {"task": plan.task, "task_version": plan.version, "dataset_id": plan.dataset_id,
+             "config_json": canonical_json(plan.config).decode(), "split": "train"}
+    fixed = task.fixed_arrays(config)
+
+    def rows(lo: int, hi: int) -> dict[str, np.ndarray]:
+        return {name: block[name][lo:hi] for name in fields if name != "sample_id"}
+
+    block_rows = max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1)))
+
+    def zeros(lo: int, hi: int) -> dict[str, np.ndarray]:
+        return {name: np.zeros((hi - lo, *f.shape), f.dtype) for name, f in fields.items() if name != "sample_id"}
+
+    with tempfile.TemporaryDirectory(prefix="ssmbench-estimate-") as tmp:
+        t1 = time.perf_counter()
+        probe_shard = ShardSpec("train", 0, 1, 0, 2 * k)
+        write_shard(Path(tmp) / "probe", probe_shard, fields, rows, attrs, fixed, 2 * k)
+        write_seconds = (time.perf_counter() - t1) / (2 * k)
+        per_sample = _chunk_bytes(Path(tmp) / "probe" / probe_shard.relpath) / (2 * k)
+        # HDF5 metadata (chunk index, headers, attributes, fixed arrays) depends on the row count, not the values:
+        # measured on a shard of zeros of each length the plan uses
+        meta = {}
+        for m in sorted({s.stop - s.start for s in plan.shards}):
+            shard = ShardSpec("train", 0, 1, 0, m)
+            record = write_shard(Path(tmp) / f"z{m}", shard, fields, zeros, attrs, fixed, min(m, block_rows))
+            meta[m] = record["num_bytes"] - _chunk_bytes(Path(tmp) / f"z{m}" / shard.relpath)
+    total = sum(plan.sizes.values())
+    shards = len(plan.shards)
+    metadata = sum(meta[s.stop - s.start] for s in plan.shards)
+    disk = metadata + per_sample * total + SMALL_FILES + PER_SHARD_FILES * shards
+    disk += PREVIEW if task.card_preview else 0
+    disk += sum(a.nbytes + 128 for a in fixed.values())  # fixed.npy
+    seconds = (gen_seconds + write_seconds) * total / max(1, workers)
+    peak = disk
+    if task.deduplicate:  # candidates (total + about 1 %) stay under .build/ until finalize copies the survivors
+        peak += (metadata + per_sample * total) * 1.01
+        seconds += write_seconds * total / max(1, workers)
+    raw = sum(np.asarray(block[name]).nbytes for name in fields if name in block) / (2 * k)
     return {"seconds": seconds, "time_human": _human_seconds(seconds), "disk_bytes": int(disk),
-            "disk_human": _human_bytes(disk), "raw_bytes": int(raw * total), "probe_samples": probe}
+            "disk_human": _human_bytes(disk), "peak_bytes": int(peak), "peak_human": _human_bytes(peak),
+            "raw_bytes": int(raw * total), "per_sample_bytes": per_sample, "metadata_bytes": metadata,
+            "probe_samples": k}

@@ -1,27 +1,50 @@
 """A picture of a dataset's samples: images beside colour-coded masks, or sequences as line plots.
 
 `render_preview(DIR)` reads `DIR/manifest.json` and the first shards of one split (HDF5, read-only, no file
-locking) and writes a PNG (default `DIR/preview.png`). Image tasks (`input_kind == "pixels"`, e.g. `pathfinder`)
-show each image above its mask (0 black, 1 blue, 2 orange) and, when given, the model's prediction; every other
-task plots a few sequences: value channels of the inputs and the targets at the output positions (ListOps: token
-ids and subtree values). matplotlib is imported inside the function and drawn through the Agg canvas only, so
-the caller's pyplot state and backend are never touched.
+locking) and writes a PNG (default `DIR/preview.png`; a file in the temporary folder when DIR is read-only).
+Image tasks (`input_kind == "pixels"`, e.g. `pathfinder`) show each image above its mask (0 black, 1 blue,
+2 orange) and, when given, the model's prediction; every other task plots a few sequences: value channels of the
+inputs and the targets at the output positions (ListOps: token ids and subtree values). matplotlib is imported
+inside the function and drawn through the Agg canvas only, so the caller's pyplot state and backend are never
+touched.
 """
 
 from __future__ import annotations
 
+import difflib
+import errno
 import json
+import logging
 import math
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetError
+from ..errors import ConfigError, DatasetError
+
+log = logging.getLogger(__name__)
+SPLITS = ("train", "val", "test")
 
 MASK_COLOURS = ("#000000", "#3d8bff", "#ff9f1c")
 """Mask classes 0 (background, distractors, circles), 1 (main path), 2 (main path with circles at both ends)."""
 MASK_LEGEND = "mask: black 0 background / distractor / circle, blue 1 main path, orange 2 path with circles at both ends"
+
+
+def check_split(split: str) -> None:
+    """Refuse a split name other than train / val / test, with a did-you-mean.
+
+    >>> check_split("val")
+    >>> check_split("tain")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --split: unknown split 'tain'; did you mean 'train'? (train, val or test)
+    """
+    if split not in SPLITS:
+        close = difflib.get_close_matches(split, SPLITS, n=1, cutoff=0.5)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError("--split", f"unknown split {split!r}{guess} (train, val or test)")
 
 
 def _read_rows(dataset_dir: Path, manifest: dict[str, Any], split: str, n: int) -> dict[str, np.ndarray]:
@@ -33,6 +56,7 @@ def _read_rows(dataset_dir: Path, manifest: dict[str, Any], split: str, n: int) 
     except ImportError:  # pragma: no cover - optional at read time
         pass
     splits = manifest.get("splits", {})
+    check_split(split)
     if split not in splits or not splits[split].get("num_samples"):
         present = [s for s in ("val", "test", "train") if splits.get(s, {}).get("num_samples")]
         if not present:
@@ -63,10 +87,12 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     Args:
         dataset_dir: a dataset folder with `manifest.json` (README: The dataset folder).
         n: number of samples to show.
-        out: where to write the PNG.
+        out: where to write the PNG; by default `DIR/preview.png`, or, when the folder is read-only, a file in
+            the temporary folder (the returned path says where).
         predictions: optional predicted classes (n, S, S) or (n, S*S), or logits with a trailing class axis, for
             image tasks; predicted values shaped like the targets for sequence tasks.
-        split: split to show; the first non-empty one of val / test / train if it is absent.
+        split: train, val or test (another name is a ConfigError with a did-you-mean); when that split is empty,
+            the first non-empty one of val / test / train.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -87,9 +113,23 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
         fig = _image_grid(Figure, rows, n, predictions, title)
     else:
         fig = _sequence_plots(Figure, rows, n, predictions, title, spec)
-    out = Path(out) if out is not None else dataset_dir / "preview.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
+    if out is not None:
+        return _save(fig, Path(out))
+    try:
+        return _save(fig, dataset_dir / "preview.png")
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+    # a read-only dataset (a shared copy, a read-only mount): the picture goes to the temporary folder instead
+    fallback = Path(tempfile.gettempdir()) / f"ssmbench-preview-{manifest.get('name', dataset_dir.name)}.png"
+    log.info("%s is read-only: writing the preview to %s instead (choose the file with --out)",
+                dataset_dir, fallback)
+    return _save(fig, fallback)
+
+
+def _save(fig: Any, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=fig.dpi, metadata={"Software": None})
     return out
 

@@ -138,7 +138,11 @@ def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    """Make a rename in `path` durable (a no-op where folders cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (PermissionError, IsADirectoryError):
+        return
     try:
         os.fsync(fd)
     finally:
@@ -146,14 +150,22 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary name in the same folder, fsync, rename."""
+    """Write to a temporary name in the same folder, fsync it, rename it into place, fsync the folder.
+
+    On any failure (a full disk, Ctrl-C) the temporary is removed and `path` keeps its old content, if any.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp.{uuid.uuid4().hex}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -177,6 +189,35 @@ def _filter_kwargs(field: Field, n: int) -> dict[str, Any]:
     elif codec != "none":
         raise ConfigError("codec", f"unknown codec {codec!r}; use gzip:<level>, zstd:<level> or none")
     return kwargs
+
+
+CODEC_LEVELS = {"gzip": (0, 9), "zstd": (1, 22)}
+"""Levels the writer accepts per codec (`--codec NAME:LEVEL`)."""
+
+
+def check_codec(codec: str | None) -> None:
+    """Refuse a `--codec` the writer cannot use, before anything is created (so a typo leaves no folder behind).
+
+    >>> check_codec("gzip:9"), check_codec("zstd"), check_codec("none"), check_codec(None)
+    (None, None, None, None)
+    >>> check_codec("zstd:99")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --codec: zstd level must be an integer in [1, 22], got '99'
+    """
+    if codec is None or codec == "none":
+        return
+    name, sep, level = codec.partition(":")
+    if name not in CODEC_LEVELS:
+        raise ConfigError("--codec", f"unknown codec {codec!r}; use gzip:<level>, zstd:<level> or none")
+    lo, hi = CODEC_LEVELS[name]
+    if sep and not (level.strip().lstrip("-").isdigit() and lo <= int(level) <= hi):
+        raise ConfigError("--codec", f"{name} level must be an integer in [{lo}, {hi}], got {level!r}")
+    if name == "zstd":
+        try:
+            import hdf5plugin  # noqa: F401
+        except ImportError:
+            raise ConfigError("--codec", "zstd needs the hdf5plugin package", "pip install hdf5plugin") from None
 
 
 def storage_fields(spec: Spec, codec: str | None = None) -> dict[str, Field]:
