@@ -280,3 +280,15 @@ def test_a_second_concurrent_download_into_the_same_folder_is_refused(host, tmp_
         with pytest.raises(DatasetError, match="another download"):
             download_dataset(host.url(f"ssm/{NAME}/"), to=tmp_path)
     assert not (tmp_path / NAME / "manifest.json").exists()
+
+
+def test_open_dataset_by_catalogue_name_downloads_into_the_data_root(host, tiny_shift, tmp_path, monkeypatch):
+    import ssmbench
+
+    cat = catalogue(tmp_path, host, sha(tiny_shift / "manifest.json"))
+    monkeypatch.setenv("SSMBENCH_CATALOG", str(cat))
+    monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "data"))
+    test = ssmbench.open_dataset(NAME, split="test")
+    assert len(test) == 4 and (tmp_path / "data" / NAME / "manifest.json").exists()
+    host.log.clear()
+    assert len(ssmbench.open_dataset(NAME, split="val")) == 4 and host.log == []  # found locally the second time
