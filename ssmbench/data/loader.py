@@ -12,7 +12,8 @@ Items are dicts of tensors, as the model consumes them (`transform="model"`, the
 key        pixels (Pathfinder)                            tokens (ListOps) / real (atomic tasks)
 ========== ============================================== =========================================================
 inputs     (T, 1) float32, row-major flattening, scaled   (T,) int64 token ids / (T, d_input) float32 as stored
-           to [-1, 1] by Spec.input_scale (x * a + b)
+           to [-1, 1] by Spec.input_scale: x * a + b in
+           float32 (a = 1/127.5, b = -1 for 8-bit images)
 targets    (T,) int64 class ids                           (T,) int64, ignore_index (-100) where unlabelled /
                                                           (l_output, d_output) float32
 extras     int64 for integer fields (float32 for float fields), stored shape, on request (`fields=`)
@@ -26,14 +27,23 @@ boundaries and the device does the widening and scaling (`dataset.spec` then kee
 `transform="numpy"` returns the stored arrays unchanged, as NumPy (no torch needed); a callable receives that
 NumPy dict and returns whatever it likes.
 
-Example (a 40-sample Pathfinder-32 build):
+Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) float32, targets (262144,) int64):
 
-    >>> ds = open_dataset("data/pathfinder-32", "train", fields=("label",))   # doctest: +SKIP
-    >>> item = ds[0]                                                          # doctest: +SKIP
-    >>> item["inputs"].shape, item["inputs"].dtype, item["targets"].shape, item["label"].dtype   # doctest: +SKIP
-    (torch.Size([1024, 1]), torch.float32, torch.Size([1024]), torch.int64)
-    >>> loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2,            # doctest: +SKIP
-    ...                                      sampler=ShardAwareSampler(ds, seed=0))
+    >>> import tempfile, torch
+    >>> from ssmbench.data.build import generate_dataset
+    >>> from ssmbench.data.task_config import resolve_config
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> config = resolve_config("shift", length=64)[1]
+    >>> folder = generate_dataset("shift", config, out=tmp.name, n=40, samples_per_shard=8).path
+    >>> ds = open_dataset(folder, "train")
+    >>> len(ds), ds.shard_starts.tolist()
+    (32, [0, 8, 16, 24, 32])
+    >>> {k: (tuple(v.shape), str(v.dtype)) for k, v in ds[0].items()}
+    {'inputs': ((64, 3), 'torch.float32'), 'targets': ((64, 8), 'torch.float32'), 'sample_index': ((), 'torch.int64')}
+    >>> loader = torch.utils.data.DataLoader(ds, batch_size=8, sampler=ShardAwareSampler(ds, seed=0, world_size=1))
+    >>> sorted(torch.cat([b["sample_index"] for b in loader]).tolist()) == list(range(32))
+    True
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -296,8 +306,8 @@ class FolderDataset:
             if not model:
                 return x
             a, c = spec.input_scale or (1.0, 0.0)
-            lut = (np.arange(256, dtype=np.float64) * a + c).astype(np.float32)  # (256,) exact x * a + b per byte
-            return lut[x] if x.dtype == np.uint8 else (x.astype(np.float64) * a + c).astype(np.float32)
+            out = np.multiply(x, np.float32(a), dtype=np.float32)  # (B, T, 1): float32 x * a + b, bit for bit
+            return np.add(out, np.float32(c), out=out)  # what the backbone computes from "compact" inputs
         if spec.input_kind == "tokens":
             return x.astype(np.int64) if model else x
         return x.astype(np.float32, copy=False)

@@ -1,0 +1,229 @@
+"""`open_dataset` / `FolderDataset` and the samplers, against tiny builds read back with plain h5py.
+
+The oracle reads every shard of a split with h5py in the manifest's order and applies the documented transforms
+independently: pixels flattened row-major to (T, 1) and scaled as the backbone scales them (`a * x.float() + b`
+in torch), masks flattened to (T,), integer fields widened to int64, float fields kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from ssmbench import DatasetError, open_dataset
+from ssmbench.data.build import generate_dataset
+from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler
+from ssmbench.data.task_config import resolve_config
+
+
+def _build(tmp_path_factory, task: str, n: int, split: dict, **kwargs) -> Path:
+    _, config, _ = resolve_config(task, **kwargs)
+    out = tmp_path_factory.mktemp(task)
+    return generate_dataset(task, config, out=out, n=n, split=split, samples_per_shard=8, quiet=True).path
+
+
+@pytest.fixture(scope="module")
+def pathfinder(tmp_path_factory) -> Path:
+    """Pathfinder 32 x 32: train 25 samples (shards of 8, 8, 8, 1), val 7, test 8."""
+    return _build(tmp_path_factory, "pathfinder", 40, {"train": 25, "val": 7, "test": 8}, size=32)
+
+
+@pytest.fixture(scope="module")
+def listops(tmp_path_factory) -> Path:
+    return _build(tmp_path_factory, "listops_subtrees", 24, {"train": 16, "val": 4, "test": 4}, preset="short")
+
+
+def _raw(folder: Path, split: str) -> dict[str, np.ndarray]:
+    """Every stored field of a split, concatenated over its shards in the manifest's order (plain h5py)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    parts: dict[str, list[np.ndarray]] = {}
+    for shard in manifest["splits"][split]["shards"]:
+        with h5py.File(folder / shard["path"], "r") as f:
+            for name, dset in f.items():
+                if isinstance(dset, h5py.Dataset):
+                    parts.setdefault(name, []).append(dset[()])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def _collect(ds, workers: int, sampler=None, batch_size: int = 5) -> dict[str, torch.Tensor]:
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=workers, sampler=sampler)
+    batches = list(loader)
+    return {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_pathfinder_items_are_the_stored_arrays_after_the_documented_transform(pathfinder, workers):
+    raw = _raw(pathfinder, "train")
+    ds = open_dataset(pathfinder, "train", fields=("label",))
+    got = _collect(ds, workers, sampler=ShardAwareSampler(ds, seed=3, rank=0, world_size=1))
+    order = got["sample_index"].numpy()
+    assert sorted(order.tolist()) == list(range(25)) and order.tolist() != list(range(25))
+    image = torch.from_numpy(raw["inputs"][order])  # (B, 32, 32) uint8
+    a, b = 1 / 127.5, -1.0  # the Spec's input_scale
+    assert got["inputs"].shape == (25, 1024, 1) and got["inputs"].dtype == torch.float32
+    assert torch.equal(got["inputs"], a * image.reshape(25, 1024, 1).float() + b)
+    assert torch.allclose(got["inputs"].double(), image.reshape(25, 1024, 1).double() / 127.5 - 1, atol=2e-7)
+    assert got["inputs"].min() == -1.0 and got["inputs"].max() == 1.0  # black background, 255 strokes
+    assert got["targets"].dtype == torch.int64
+    assert torch.equal(got["targets"], torch.from_numpy(raw["targets"][order].reshape(25, 1024)).long())
+    assert set(got["targets"].unique().tolist()) <= {0, 1, 2}
+    assert torch.equal(got["label"], torch.from_numpy(raw["label"][order]).long())
+    assert torch.equal(got["sample_index"], torch.from_numpy(raw["sample_id"][order]))
+    assert ds.spec.input_scale is None and ds.stored_spec.input_scale == pytest.approx((a, b))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_listops_items_keep_the_ignore_index_and_extra_fields(listops, workers):
+    raw = _raw(listops, "train")
+    ds = open_dataset(listops, "train", fields=("node_height", "node_op"), expect_task="listops_subtrees")
+    got = _collect(ds, workers)
+    t = raw["inputs"].shape[1]
+    assert got["inputs"].dtype == torch.int64 and got["inputs"].shape == (16, t)
+    assert torch.equal(got["inputs"], torch.from_numpy(raw["inputs"].astype(np.int64)))
+    assert torch.equal(got["targets"], torch.from_numpy(raw["targets"].astype(np.int64)))
+    assert (got["targets"] == -100).sum() == int((raw["targets"] == -100).sum()) > 0
+    for name in ("node_height", "node_op"):
+        assert got[name].dtype == torch.int64
+        assert torch.equal(got[name], torch.from_numpy(raw[name].astype(np.int64)))
+    assert got["sample_index"].tolist() == list(range(16))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_atomic_items_are_the_stored_floats(tiny_shift, workers):
+    raw = _raw(tiny_shift, "train")
+    ds = open_dataset(tiny_shift, "train")
+    got = _collect(ds, workers, batch_size=7)
+    assert got["inputs"].dtype == torch.float32 and got["targets"].dtype == torch.float32
+    assert torch.equal(got["inputs"], torch.from_numpy(raw["inputs"]))
+    assert torch.equal(got["targets"], torch.from_numpy(raw["targets"]))
+    assert ds.spec == ds.stored_spec  # nothing to scale
+
+
+def test_compact_keeps_stored_dtypes_and_the_device_scaling_gives_the_model_tensors(pathfinder):
+    model, compact = open_dataset(pathfinder, "val"), open_dataset(pathfinder, "val", transform="compact")
+    m, c = model[3], compact[3]
+    assert c["inputs"].dtype == torch.uint8 and c["inputs"].shape == m["inputs"].shape == (1024, 1)
+    assert c["targets"].dtype == torch.uint8 and c["targets"].shape == (1024,)
+    a, b = compact.spec.input_scale
+    assert torch.equal(a * c["inputs"].float() + b, m["inputs"]) and torch.equal(c["targets"].long(), m["targets"])
+    raw = open_dataset(pathfinder, "val", transform="numpy", fields=("tips",))[6]
+    assert raw["inputs"].shape == (32, 32) and raw["tips"].dtype == np.int16 and int(raw["sample_index"]) == 6
+
+
+def test_batched_fetch_equals_single_items_in_any_order(pathfinder):
+    ds = open_dataset(pathfinder, "train")
+    idx = [24, 3, 17, 3, -1, 8]
+    many = ds.__getitems__(idx)
+    for i, item in zip(idx, many, strict=True):
+        one = ds[i]
+        assert int(item["sample_index"]) == (i % 25)
+        assert all(torch.equal(item[k], one[k]) for k in one)
+    with pytest.raises(IndexError):
+        ds[25]
+
+
+def test_handles_are_per_process_and_dropped_when_pickled(pathfinder):
+    ds = open_dataset(pathfinder, "train", max_open_files=2)
+    first = ds[0]["inputs"]
+    handle = ds._files[0][0]
+    ds._pid = -1  # as a forked child sees it: the parent's handles must not be used
+    assert torch.equal(ds[0]["inputs"], first) and ds._files[0][0] is not handle
+    for i in (8, 16, 24):
+        ds[i]
+    assert len(ds._files) == 2  # LRU bound on open files
+    copy = pickle.loads(pickle.dumps(ds))
+    assert len(copy._files) == 0 and torch.equal(copy[0]["inputs"], first)
+
+
+def test_eval_sampler_gives_every_sample_exactly_once_across_ranks(pathfinder):
+    ds = open_dataset(pathfinder, "val")  # 7 samples: ranks get 3 and 4
+    for world in (2, 3):
+        seen = [_collect(ds, 0, sampler=EvalShardSampler(ds, rank=r, world_size=world), batch_size=2)
+                ["sample_index"].tolist() for r in range(world)]
+        assert sorted(sum(seen, [])) == list(range(7))
+        assert all(s == list(range(s[0], s[0] + len(s))) for s in seen)  # contiguous slices, in order
+    assert [len(EvalShardSampler(ds, rank=r, world_size=2)) for r in range(2)] == [3, 4]
+
+
+def test_training_sampler_shares_are_disjoint_and_shard_local(pathfinder):
+    ds = open_dataset(pathfinder, "train")  # 25 samples in shards [0, 8) [8, 16) [16, 24) [24, 25)
+    shares = [ShardAwareSampler(ds, seed=5, epoch=1, rank=r, world_size=2).indices().tolist() for r in range(2)]
+    assert len(shares[0]) == len(shares[1]) == 12 and not set(shares[0]) & set(shares[1])  # one sample dropped
+    padded = [ShardAwareSampler(ds, seed=5, epoch=1, rank=r, world_size=2, drop_last=False).indices().tolist()
+              for r in range(2)]
+    assert len(padded[0]) == len(padded[1]) == 13 and set(padded[0]) | set(padded[1]) == set(range(25))
+    sampler = ShardAwareSampler(ds, seed=5, window=2, rank=0, world_size=1)
+    order = sampler.indices()
+    shard = (np.searchsorted(ds.shard_starts, order, side="right") - 1).tolist()
+    sizes, seen, current, windows = np.diff(ds.shard_starts), np.zeros(4, int), set(), []
+    for i, s in enumerate(shard):  # cut the order where the shards seen so far are complete, two at a time
+        current.add(s)
+        seen[s] += 1
+        if all(seen[t] == sizes[t] for t in current) and (len(current) == 2 or i == len(shard) - 1):
+            windows.append(current)
+            current = set()
+    assert len(windows) == 2 and sorted(map(len, windows)) == [2, 2]  # two windows of two whole shards each
+    mixed = [s for s in range(3) if max(np.flatnonzero(np.equal(shard, s))) - min(np.flatnonzero(np.equal(
+        shard, s))) + 1 > sizes[s]]
+    assert mixed  # shards of one window are shuffled together, not read one after the other
+    sampler.set_epoch(1)
+    assert sorted(sampler.indices().tolist()) == list(range(25)) and sampler.indices().tolist() != order.tolist()
+    assert ShardAwareSampler(ds, seed=5, window=2, rank=0, world_size=1).indices().tolist() == order.tolist()
+
+
+def _copy(folder: Path, dest: Path) -> Path:
+    return Path(shutil.copytree(folder, dest / folder.name, ignore=shutil.ignore_patterns(".build")))
+
+
+def test_refuses_other_task_config_version_and_broken_folders(tiny_shift, tmp_path):
+    with pytest.raises(DatasetError, match="holds task 'shift', not 'pathfinder'"):
+        open_dataset(tiny_shift, "train", expect_task="pathfinder")
+    with pytest.raises(DatasetError, match="L = 64, not 128"):
+        open_dataset(tiny_shift, "train", expect_config={"L": 128})
+    with pytest.raises(DatasetError, match="no extra field 'node_op'"):
+        open_dataset(tiny_shift, "train", fields=("node_op",))
+
+    folder = _copy(tiny_shift, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "task_version": "999"}))
+    with pytest.raises(DatasetError, match="made by shift version 999, the installed shift is version") as info:
+        open_dataset(folder, "train")
+    assert "ssmbench generate shift" in info.value.hint
+
+    text = json.dumps(manifest)
+    (folder / "manifest.json").write_text(text[: len(text) // 2])  # truncated
+    with pytest.raises(DatasetError, match="not valid JSON"):
+        open_dataset(folder, "train")
+    (folder / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "splits"}))
+    with pytest.raises(DatasetError, match="incomplete"):
+        open_dataset(folder, "train")
+
+    (folder / "manifest.json").write_text(text)
+    shard = folder / manifest["splits"]["train"]["shards"][1]["path"]
+    shard.write_bytes(shard.read_bytes()[:100])
+    with pytest.raises(DatasetError, match="truncated or replaced"):
+        open_dataset(folder, "train")
+    open_dataset(folder, "val")  # other splits are still usable
+    shard.unlink()
+    with pytest.raises(DatasetError, match="is missing"):
+        open_dataset(folder, "train")
+    with pytest.raises(DatasetError, match="no dataset at"):
+        open_dataset(tmp_path / "nowhere", "train")
+
+
+def test_import_ssmbench_stays_light_until_open_dataset_is_used():
+    code = ("import sys, ssmbench; from ssmbench import open_dataset; "
+            "print(sorted(m for m in ('torch', 'h5py', 'numba') if m in sys.modules), open_dataset.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONSAFEPATH": "1"}).stdout
+    assert out.strip() == "[] ssmbench.data.loader"
