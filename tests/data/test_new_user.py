@@ -115,13 +115,23 @@ def test_sizes_between_presets_scale_the_nearest_preset_and_generate():
         assert (out["targets"] == 2).any() and (out["targets"] == 1).any()
 
 
+KEYS = np.arange(1, 1001, dtype=np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+
+
+@pytest.fixture(scope="module")
+def preset_128_attempts():
+    task, config, _ = resolve_config("pathfinder", size=128)
+    return float(task.generate(config, KEYS)["n_pair_attempts"].mean())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("size", [32, 64, 100, 160, 200, 300, 400, 700])
-def test_sizes_between_presets_fit_with_room_to_spare(size):
-    """1000 images per size: none near the retry cap (the presets themselves need up to about 6000 tries)."""
+@pytest.mark.parametrize("size", [32, 64, 100, 176, 200, 300, 400, 700])
+def test_sizes_between_presets_are_no_harder_to_fit_than_the_128_preset(size, preset_128_attempts):
+    """1000 images per size all fit (generate raises at the retry cap), with main-pair retries on average within
+    1.5x those of the 128 preset (itself about 470 on average, up to about 6000)."""
     task, config, _ = resolve_config("pathfinder", size=size)
-    out = task.generate(config, np.arange(1, 1001, dtype=np.uint64) * 0xBF58476D1CE4E5B9)
-    assert int(out["n_pair_attempts"].max()) < config.max_pair_attempts // 2
+    attempts = task.generate(config, KEYS)["n_pair_attempts"]
+    assert float(attempts.mean()) < 1.5 * preset_128_attempts
 
 
 # ---------------------------------------------------------------------------- failed runs leave nothing behind
