@@ -9,7 +9,7 @@ then the other keys on top.
 Tasks that drop duplicates (`Task.deduplicate`, the ListOps tasks) cannot be streamed: their stored rows are the
 survivors of a candidate stream de-duplicated across the whole dataset, so val row i depends on every training
 candidate before it. `TaskStream` refuses them with a DatasetError; build the dataset with `ssmbench generate`
-and read its shards.
+and read it with `ssmbench.data.loader.open_dataset`.
 
 >>> from ssmbench.data.streaming import TaskStream
 >>> stream = TaskStream("cumsum", {"L": 16}, seed=0)
@@ -45,7 +45,8 @@ class TaskStream:
         if self.task.deduplicate:
             raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
                                "the whole dataset, so they are not the raw key stream",
-                               f"build it with `ssmbench generate {self.task.name}` and read the shards")
+                               f"build it with `ssmbench generate {self.task.name}` and read it with "
+                               "ssmbench.data.loader.open_dataset(folder, split)")
         if config is None:
             config = self.task.presets[self.task.default_preset]
         elif isinstance(config, Mapping):
