@@ -10,11 +10,13 @@ What is measured, for Pathfinder 128 / 256 / 512 and ListOps-Subtrees (preset dl
 * read: `FolderDataset.read_rows` alone in the main process (HDF5 read + decode, no transform, no torch), ms per
   sample, in the training sampler's order. For the in-memory source this is a NumPy gather.
 * samples/s through `torch.utils.data.DataLoader(ds, batch_size=B, sampler=ShardAwareSampler(ds),
-  num_workers=w, persistent_workers=True)` for w in --workers, over whole epochs of the train split after one
-  warm-up epoch (worker start and file opens excluded), best of --repeats. B is the paper's per-device batch:
-  PF-128 16, PF-256 6, PF-512 2, ListOps 32. "mem" is the same dataset class reading the split from an
-  uncompressed in-memory array (decoded once beforehand) with the same transform, sampler and collation: the
-  ratio file/mem is what HDF5 and decoding cost.
+  num_workers=w, prefetch_factor=4, collate_fn=ds.collate)` for w in --workers: about --samples samples (at least 30 batches) timed
+  after a warm-up of 2 batches per worker (worker start and file opens excluded), epochs chained, best of
+  --repeats. B is the paper's per-device batch: PF-128 16, PF-256 6, PF-512 2, ListOps 32. "mem" is the same
+  dataset class reading the split from an uncompressed in-memory array (decoded once beforehand) with the same
+  transform, sampler and collation: the ratio file/mem is what HDF5 and decoding cost. Both transforms are timed:
+  "model" (float32 pixels in [-1, 1], int64 ids and targets, made in the workers) and "compact" (stored uint8 /
+  int8, to be widened on the device).
 * ms per batch (B / samples/s) and the model step time above which waiting for data stays under 5 %: with
   w >= 1 workers prefetching, waiting per step is about max(0, t_batch - t_step), so t_step >= 0.95 t_batch;
   with w = 0 the read is serial, waiting = t_batch, so t_step >= 19 t_batch.
@@ -39,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.loader import FolderDataset, ShardAwareSampler, open_dataset
+from ssmbench.data.loader import FolderDataset, ShardAwareSampler, collate, open_dataset
 
 DATASETS = {  # key: (generate arguments, paper batch size per device)
     "pf128": (["pathfinder", "--size", "128"], 16),
@@ -47,6 +49,10 @@ DATASETS = {  # key: (generate arguments, paper batch size per device)
     "pf512": (["pathfinder", "--size", "512"], 2),
     "listops": (["listops_subtrees", "--preset", "dlr"], 32),
 }
+
+
+COLLATE = [collate]
+"""The DataLoader's collate_fn: the loader's own (no re-stacking copy) unless --default-collate."""
 
 
 class InMemory(FolderDataset):
@@ -87,25 +93,44 @@ def read_ms(ds: FolderDataset, batch: int) -> float:
     return dt / len(order) * 1e3
 
 
-def loader_rate(ds: FolderDataset, batch: int, workers: int, repeats: int, epochs: int) -> float:
-    """Best samples/s over `repeats` timings of `epochs` epochs, after one warm-up epoch."""
+class Epochs:
+    """ShardAwareSampler orders for epochs 0, 1, 2, ... chained: as many samples as `total` asks for."""
+
+    def __init__(self, ds: FolderDataset, total: int, seed: int) -> None:
+        self.sampler, self.total = ShardAwareSampler(ds, seed=seed, rank=0, world_size=1), total
+
+    def __iter__(self):
+        n, epoch = 0, 0
+        while n < self.total:
+            self.sampler.set_epoch(epoch)
+            for i in self.sampler.indices()[: self.total - n].tolist():
+                yield i
+            n, epoch = min(self.total, n + len(self.sampler)), epoch + 1
+
+    def __len__(self) -> int:
+        return self.total
+
+
+def loader_rate(ds: FolderDataset, batch: int, workers: int, repeats: int, samples: int) -> float:
+    """Best samples/s over `repeats` timings of about `samples` samples (at least 30 batches), each after a warm-up
+    of 2 batches per worker (worker start and file opens excluded). Epochs chain, so a timing may cross one."""
     import torch
 
-    ds.close()
-    sampler = ShardAwareSampler(ds, seed=0, rank=0, world_size=1)
-    loader = torch.utils.data.DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers,
-                                         persistent_workers=workers > 0, prefetch_factor=4 if workers else None)
-    for _ in loader:  # warm-up: workers start, files open
-        pass
+    warm = 2 * max(workers, 1)
+    timed = max(30, -(-samples // batch))
     best = 0.0
     for r in range(repeats):
-        n, t = 0, time.perf_counter()
-        for e in range(epochs):
-            sampler.set_epoch(1 + r * epochs + e)
-            for b in loader:
-                n += len(b["sample_index"])
+        ds.close()
+        loader = torch.utils.data.DataLoader(ds, batch_size=batch, sampler=Epochs(ds, (warm + timed) * batch, r),
+                                             num_workers=workers, prefetch_factor=4 if workers else None,
+                                             collate_fn=COLLATE[0])
+        it = iter(loader)
+        for _ in range(warm):
+            next(it)
+        t = time.perf_counter()
+        n = sum(len(b["sample_index"]) for b in it)
         best = max(best, n / (time.perf_counter() - t))
-    del loader
+        del it, loader
     return best
 
 
@@ -115,7 +140,8 @@ def wait_share(ds: FolderDataset, batch: int, workers: int, step_ms: float) -> f
 
     ds.close()
     loader = torch.utils.data.DataLoader(ds, batch_size=batch, sampler=ShardAwareSampler(ds, seed=2, rank=0,
-                                         world_size=1), num_workers=workers, prefetch_factor=4 if workers else None)
+                                         world_size=1), num_workers=workers, prefetch_factor=4 if workers else None,
+                                         collate_fn=COLLATE[0])
     it = iter(loader)
     next(it)  # worker start is a one-off cost (persistent workers), not a per-step wait
     waited, t0 = 0.0, time.perf_counter()
@@ -136,17 +162,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--codecs", nargs="+", default=["gzip:4", "zstd:3"], help="builds to time (gzip:4 = default)")
     p.add_argument("--n", type=int, default=512, help="samples per build (80 %% train)")
     p.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2, 4])
-    p.add_argument("--transform", default="model", choices=["model", "compact"])
+    p.add_argument("--transforms", nargs="+", default=["model", "compact"], choices=["model", "compact"])
     p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=1, help="epochs per timing")
+    p.add_argument("--samples", type=int, default=300, help="samples per timing (at least 30 batches)")
     p.add_argument("--step-ms", type=float, nargs="*", default=[], help="simulated model step times (ms)")
     p.add_argument("--wait-workers", type=int, default=2)
+    p.add_argument("--default-collate", action="store_true", help="torch's default_collate instead of ds.collate")
     p.add_argument("--root", type=Path, help="keep the builds here (default: a temporary folder)")
     p.add_argument("--save", type=Path, help="also write the report to this file")
     args = p.parse_args(argv)
 
     import torch
 
+    if args.default_collate:
+        COLLATE[0] = torch.utils.data.default_collate
     torch.set_num_threads(1)  # collation in the main process is much slower with 2 intra-op threads here
     lines: list[str] = []
 
@@ -157,61 +186,63 @@ def main(argv: list[str] | None = None) -> None:
     say("$ PYTHONSAFEPATH=1 python benchmarks/loader.py " + shlex.join(argv if argv is not None else sys.argv[1:]))
     say(f"{platform.node()}: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
         f"python {platform.python_version()}, torch {torch.__version__}, numpy {np.__version__}; "
-        f"transform={args.transform}, n={args.n} per build (train split timed), best of {args.repeats}")
+        f"{args.n} samples per build, train split read; best of {args.repeats} timings of ~{args.samples} samples; "
+        f"collate_fn={'default_collate' if args.default_collate else 'ds.collate'}")
     tmp = tempfile.TemporaryDirectory(prefix="ssmbench-loader-") if args.root is None else None
     root = args.root or Path(tmp.name)
     t_start = time.perf_counter()
-    head = (f"{'dataset':8} {'source':7} {'B':>3} {'read ms/s':>9} " + " ".join(f"{f'w={w} s/s':>9}"
-            for w in args.workers) + "  " + " ".join(f"{f'w={w} ms/b':>9}" for w in args.workers)
-            + "  " + " ".join(f"{f'w={w} /mem':>8}" for w in args.workers))
+    codecs = [c.replace(":", "") for c in args.codecs]
     say()
-    say(head)
-    summary: list[tuple] = []
+    say("read = ms per sample of HDF5 read + decode alone (main process, no transform); s/s = samples/s through the "
+        "DataLoader; ms/b = ms per batch; /mem = samples/s relative to the in-memory upper bound")
+    say(f"{'dataset':8} {'transform':9} {'source':6} {'B':>3} {'read':>6}  " + " ".join(f"{f'w={w} s/s':>9}"
+        for w in args.workers) + "  " + " ".join(f"{f'w={w} ms/b':>9}" for w in args.workers)
+        + "  " + " ".join(f"{f'w={w} /mem':>8}" for w in args.workers))
+    needs: list[str] = []
+    waits: list[str] = []
     builds: list[str] = []
     for key in args.datasets:
         batch = DATASETS[key][1]
-        rates: dict[str, list[float]] = {}
-        for codec in args.codecs:
+        folders = {}
+        for codec, name in zip(args.codecs, codecs, strict=True):
             t = time.perf_counter()
-            folder = build(root, key, None if codec == "gzip:4" else codec, args.n)
-            build_s = time.perf_counter() - t
-            ds = open_dataset(folder, "train", transform=args.transform)
-            sources = [(codec.replace(":", ""), ds)]
-            if codec == args.codecs[0]:
-                sources.append(("mem", InMemory(open_dataset(folder, "train", transform=args.transform))))
-            mib = sum(f.stat().st_size for f in folder.rglob("*.h5")) / 2**20
-            builds.append(f"{key} {codec}: {build_s:.1f} s, {mib:.1f} MiB of shards")
-            for name, d in sources:
-                rates[name + "_read"] = [read_ms(d, batch)]
-                rates[name] = [loader_rate(d, batch, w, args.repeats, args.epochs) for w in args.workers]
-                if name != "mem" and codec == args.codecs[0]:
-                    for s in args.step_ms:
-                        summary.append((key, name, args.wait_workers, s, wait_share(d, batch, args.wait_workers, s)))
-        mem = rates["mem"]
-        for name in [c.replace(":", "") for c in args.codecs] + ["mem"]:
-            rate = rates[name]
-            say(f"{key:8} {name:7} {batch:>3} {rates[name + '_read'][0]:9.3f} "
-                + " ".join(f"{x:9.0f}" for x in rate) + "  "
-                + " ".join(f"{batch / x * 1e3:9.2f}" for x in rate) + "  "
-                + " ".join(f"{x / m:8.2f}" for x, m in zip(rate, mem, strict=True)))
-        best_w = max(range(len(args.workers)), key=lambda i: rates[args.codecs[0].replace(":", "")][i])
-        tb = batch / rates[args.codecs[0].replace(":", "")][best_w] * 1e3
-        if args.workers[best_w] > 0:
-            need = f"step >= {0.95 * tb:.1f} ms keeps waiting < 5 % (w={args.workers[best_w]}, prefetching)"
-        else:
-            need = f"step >= {19 * tb:.1f} ms keeps waiting < 5 % (w=0, serial reads)"
-        summary.append((key, need))
+            folders[name] = build(root, key, None if codec == "gzip:4" else codec, args.n)
+            mib = sum(f.stat().st_size for f in folders[name].rglob("*.h5")) / 2**20
+            builds.append(f"{key} {codec}: {time.perf_counter() - t:.1f} s, {mib:.1f} MiB of shards")
+        reads: dict[str, float] = {}
+        for transform in args.transforms:
+            sources = {"mem": InMemory(open_dataset(folders[codecs[0]], "train", transform=transform))}
+            sources.update({name: open_dataset(folder, "train", transform=transform)
+                            for name, folder in folders.items()})
+            rates: dict[str, list[float]] = {}
+            for name, d in sources.items():  # the upper bound first, so each row can show its ratio to it
+                if name not in reads:
+                    reads[name] = read_ms(d, batch)
+                rates[name] = [loader_rate(d, batch, w, args.repeats, args.samples) for w in args.workers]
+                say(f"{key:8} {transform:9} {name:6} {batch:>3} {reads[name]:6.3f}  "
+                    + " ".join(f"{x:9.0f}" for x in rates[name]) + "  "
+                    + " ".join(f"{batch / x * 1e3:9.2f}" for x in rates[name]) + "  "
+                    + " ".join(f"{x / m:8.2f}" for x, m in zip(rates[name], rates["mem"], strict=True)))
+            for name in codecs:
+                i = max(range(len(args.workers)), key=lambda j, name=name: rates[name][j])
+                tb, w = batch / rates[name][i] * 1e3, args.workers[i]
+                need = 0.95 * tb if w > 0 else 19 * tb
+                needs.append(f"  {key:8} {transform:9} {name:6} best w={w}: {tb:6.2f} ms per batch of {batch}; "
+                             f"step >= {need:6.1f} ms keeps waiting < 5 %")
+            for s in args.step_ms:
+                share = wait_share(sources[codecs[0]], batch, args.wait_workers, s)
+                waits.append(f"  {key:8} {transform:9} {codecs[0]:6} w={args.wait_workers}, step {s:6.1f} ms: "
+                             f"{100 * share:5.1f} % of wall time waiting")
     say()
-    say("Model step time that keeps waiting for data under 5 %, default codec, best worker count measured here:")
-    for row in summary:
-        if len(row) == 2:
-            say(f"  {row[0]:8} {row[1]}")
-    waits = [row for row in summary if len(row) == 5]
+    say("Model step time that keeps waiting for data under 5 % (w >= 1 prefetching: step >= 0.95 t_batch; "
+        "w = 0 serial: step >= 19 t_batch), at the best worker count measured here:")
+    for line in needs:
+        say(line)
     if waits:
-        say(f"Measured share of wall time waiting for data with a simulated step (w={args.wait_workers}):")
-        for key, name, _, s, share in waits:
-            say(f"  {key:8} {name:6} step {s:6.1f} ms: {100 * share:5.1f} % waiting")
-    say("Builds (ssmbench generate --workers 2): " + "; ".join(builds))
+        say("Measured with a simulated model step (time.sleep: the CPU is free during the step, as on a GPU):")
+        for line in waits:
+            say(line)
+    say("Builds (ssmbench generate --workers 2 --samples-per-shard 64): " + "; ".join(builds))
     say(f"load average {os.getloadavg()[0]:.2f} at the end; total {time.perf_counter() - t_start:.0f} s "
         "(builds included)")
     if tmp is not None:

@@ -60,7 +60,7 @@ from ..api import Field, Spec
 from ..errors import DatasetError
 from .samplers import EvalShardSampler, ShardAwareSampler
 
-__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "TRANSFORMS"]
+__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS"]
 
 TRANSFORMS = ("model", "compact", "numpy")
 _REQUIRED = ("format", "task", "task_version", "spec", "splits", "config")
@@ -160,6 +160,25 @@ def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_tas
                            f"{info.get('num_samples')}", "re-download or regenerate the dataset")
 
 
+class Batch(list):
+    """The items of one batched fetch (views into (B, ...) tensors), which also carries those tensors."""
+
+    def __init__(self, items: list[Any], columns: dict[str, Any]) -> None:
+        super().__init__(items)
+        self.columns = columns
+
+
+def collate(items: Sequence[Any]) -> Any:
+    """`collate_fn` for a DataLoader over a FolderDataset: the batch `__getitems__` already stacked, without the
+    copy `default_collate` would make (any other list goes to `default_collate`)."""
+    columns = getattr(items, "columns", None)
+    if columns is not None:
+        return columns
+    import torch
+
+    return torch.utils.data.default_collate(items)
+
+
 class FolderDataset:
     """Map-style dataset over one split of a dataset folder; build it with `open_dataset`.
 
@@ -204,6 +223,9 @@ class FolderDataset:
         self._pid = os.getpid()
 
     # ------------------------------------------------------------------------------------------------- protocol
+    collate = staticmethod(collate)
+    """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate."""
+
     def __len__(self) -> int:
         return int(self.shard_starts[-1])
 
@@ -266,7 +288,10 @@ class FolderDataset:
         import h5py
         import hdf5plugin  # noqa: F401  (registers the Zstd filter, so repacked copies read too)
 
-        f = h5py.File(self.root / str(self._paths[s]), "r", locking=False)
+        # locking=False: shards are immutable, and HDF5 file locks fail on some network file systems. No chunk
+        # cache: a training epoch reads each chunk once, so a cache only holds memory (and would let a repeated
+        # read, a benchmark's second epoch, skip decoding).
+        f = h5py.File(self.root / str(self._paths[s]), "r", locking=False, rdcc_nbytes=0)
         datasets = {k: (f[k][()] if self._shape[k] == () else f[k]) for k in self._read}
         self._files[s] = (f, datasets)
         while len(self._files) > self.max_open_files:
@@ -295,8 +320,8 @@ class FolderDataset:
         for k in self.fields:
             v = batch[k]
             cols[k] = v if not model else v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
-        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in cols.items()}
-        return [{k: t[i] for k, t in tensors.items()} for i in range(b)]
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in cols.items()}  # (B, ...) each
+        return Batch([{k: t[i] for k, t in tensors.items()} for i in range(b)], tensors)
 
     def _inputs(self, x: np.ndarray, model: bool) -> np.ndarray:
         """(B, *stored) -> (B, T, 1) float32 pixels / (B, T) int64 tokens / (B, T, d) float32 reals."""

@@ -130,6 +130,10 @@ def test_batched_fetch_equals_single_items_in_any_order(pathfinder):
         assert all(torch.equal(item[k], one[k]) for k in one)
     with pytest.raises(IndexError):
         ds[25]
+    fast = next(iter(torch.utils.data.DataLoader(ds, batch_size=6, sampler=idx, collate_fn=ds.collate)))
+    slow = next(iter(torch.utils.data.DataLoader(ds, batch_size=6, sampler=idx)))
+    assert fast.keys() == slow.keys() and all(torch.equal(fast[k], slow[k]) for k in slow)
+    assert fast["sample_index"].tolist() == [24, 3, 17, 3, 24, 8]
 
 
 def test_handles_are_per_process_and_dropped_when_pickled(pathfinder):
