@@ -92,7 +92,36 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
                      config_file: str | None, overrides: tuple[str, ...], samples_per_shard: int | None,
                      codec: str | None, shard_index: int | None, num_shards: int | None, dry_run: bool,
                      overwrite: bool, quiet: bool, as_json: bool) -> None:
-    """Build (or resume) a dataset folder of HDF5 shards with a manifest and a data card."""
+    """Build (or resume) a dataset folder of HDF5 shards with a manifest and a data card.
+
+    Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
+    the folder and the space still needed, exit status 1. Re-running the same command continues either.
+    """
+    from ..data.jobs import BuildInterrupted, disable_svml, interrupts
+    from ..data.space import DiskFullError, exit_now
+
+    disable_svml()  # before the task modules load Numba
+    with interrupts():
+        try:
+            _generate(ctx, task, length, size, preset, n, split, seed, out, workers, config_file, overrides,
+                      samples_per_shard, codec, shard_index, num_shards, dry_run, overwrite, quiet, as_json)
+        except BuildInterrupted as exc:
+            click.echo(exc.message, err=True)
+            exit_now(exc.exit_code)
+        except KeyboardInterrupt:  # outside the build itself (planning, the estimate)
+            click.echo("interrupted; re-run the same command to continue", err=True)
+            exit_now(130)
+        except DiskFullError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            exit_now(exc.exit_code)
+
+
+def _generate(ctx: click.Context, task: str, length: int | None, size: int | None, preset: str | None,
+              n: int | None, split: str | None, seed: int, out: str | None, workers: int, config_file: str | None,
+              overrides: tuple[str, ...], samples_per_shard: int | None, codec: str | None,
+              shard_index: int | None, num_shards: int | None, dry_run: bool, overwrite: bool, quiet: bool,
+              as_json: bool) -> None:
+    from ..data.jobs import check_interrupt
     from ..data.task_config import extra_overrides, resolve_config
 
     if (shard_index is None) != (num_shards is None):
@@ -111,10 +140,12 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
 
     split_map = parse_split(split) if split else None
     plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
+    est = None
     if not quiet or dry_run:
         from ..data.estimate import estimate_build
 
         est = estimate_build(task_obj, config, plan, workers)
+        check_interrupt()
         lines = [note] if note else []
         lines.append(f"{plan.name}: {sum(plan.sizes.values())} samples "
                      f"({', '.join(f'{k} {v}' for k, v in plan.sizes.items())}) in {len(plan.shards)} shards of "
@@ -131,7 +162,7 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
                               samples_per_shard=samples_per_shard, codec=codec, shard_index=shard_index,
                               num_shards=num_shards, overwrite=overwrite, quiet=quiet,
                               argv=sys.argv[1:] if sys.argv and "ssmbench" in os.path.basename(sys.argv[0]) else
-                              ["generate", task, *ctx.args], explicit=explicit, plan=plan)
+                              ["generate", task, *ctx.args], explicit=explicit, plan=plan, estimate=est)
     obj = {"path": str(result.path), "name": result.name, "finalized": result.finalized,
            "shards_written": result.shards_written, "shards_skipped": result.shards_skipped}
     if result.manifest:

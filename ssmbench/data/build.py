@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,9 @@ from ..config import canonical_json, config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME, keys_for
+from .jobs import BuildInterrupted, disable_svml, interrupts
+from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
+from .progress import check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
 from .shards import (
     FORMAT_VERSION,
@@ -34,7 +36,6 @@ from .shards import (
     auto_samples_per_shard,
     check_codec,
     make_plan,
-    remove_stray_temporaries,
     shard_done,
     split_sizes,
     storage_fields,
@@ -42,6 +43,7 @@ from .shards import (
 )
 
 log = logging.getLogger(__name__)
+disable_svml()  # before any generator module loads Numba: same bytes whatever the import order (see jobs.py)
 
 
 def data_root(out: str | Path | None = None) -> Path:
@@ -104,12 +106,37 @@ def _block_size(spec_bytes: int) -> int:
 
 
 def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None,
-              survivors: np.ndarray | None = None) -> dict[str, Any]:
-    """One shard job: generate its rows block by block and write it atomically (runs in a worker).
+              survivors: np.ndarray | None = None) -> dict[str, Any] | None:
+    """One shard job, holding the shard's lock (see ownership.py): write the shard unless another run has
+    written it (or finished the folder) meanwhile; returns the record written, or None when there was nothing
+    to do. Runs in this process or in a worker.
 
     For de-duplicated tasks, candidate shards are written under `root/.build` (split "candidates"), and final
     shards copy the rows of `survivors` (this split's surviving candidate indices) from them.
     """
+    from .shards import TemporaryVanished
+
+    folder = Path(root)
+    target = folder / ".build" if shard.split == "candidates" else folder
+    if finalized(folder, plan):
+        return None
+    with hold(lock_path(folder, shard)):
+        if finalized(folder, plan) or shard_done(target, shard) is not None:
+            return None
+        for attempt in range(2):
+            remove_shard_temporaries(folder, target, shard)
+            try:
+                return _write_shard(folder, target, plan, shard, progress, survivors)
+            except TemporaryVanished as exc:  # deleted by another process: rewrite it once, then give up
+                if attempt:
+                    raise DatasetError(f"{exc.message} (twice)", "make sure only ssmbench writes to this "
+                                       "folder, then re-run the same command") from None
+    return None
+
+
+def _write_shard(folder: Path, target: Path, plan: BuildPlan, shard: ShardSpec, progress: Any,
+                 survivors: np.ndarray | None) -> dict[str, Any]:
+    root = str(folder)
     task, config = _config_of(plan)
     spec = task.spec(config)
     fields = storage_fields(spec, plan.codec)
@@ -139,16 +166,9 @@ def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None
     def stats_fn(block: dict[str, np.ndarray]) -> Any:
         return task.statistics(config, block)
 
-    target = Path(root) / ".build" if shard.split == "candidates" else Path(root)
     return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
                        _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
                        progress)
-
-
-def _init_worker(threads: int) -> None:
-    import numba
-
-    numba.set_num_threads(threads)
 
 
 @dataclass
@@ -217,24 +237,64 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
                      samples_per_shard: int | None = None, codec: str | None = None,
                      shard_index: int | None = None, num_shards: int | None = None, overwrite: bool = False,
                      quiet: bool = True, argv: list[str] | None = None, explicit: list[str] | None = None,
-                     plan: BuildPlan | None = None) -> GenerateResult:
+                     plan: BuildPlan | None = None, estimate: Mapping[str, Any] | None = None) -> GenerateResult:
     """Build (or resume, or finalize) the dataset folder `<out>/<name>` and return where it is.
 
     `plan`: the caller's `plan_build(task, config, n, split, seed, samples_per_shard, codec)` (the CLI has one
-    for its summary and estimate already), so the plan is computed once.
+    for its summary and estimate already), so the plan is computed once; `estimate`: its `estimate_build`, if
+    any, for the free-space check (else one is made only when space looks short).
+
+    Ctrl-C raises `BuildInterrupted` ("interrupted: k/n shards done; re-run the same command to continue");
+    a full disk raises `space.DiskFullError` naming the folder and about how much more it needs. Either way
+    the finished shards stay and no partial file does, so the same call continues the build. Several runs
+    (job-array jobs, a second run of the same command) may write one folder at once (see ownership.py).
     """
+    from .space import DiskFullError, disk_errno, disk_full_message
+
+    disable_svml()
     if plan is None:
         plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
     path = data_root(out) / plan.name
+    estimates = dict(estimate or {})
+    with interrupts():
+        try:
+            return _generate(path, task, config, plan, workers, shard_index, num_shards, overwrite, quiet, argv,
+                             explicit, estimates)
+        except KeyboardInterrupt:
+            sweep(path)
+            raise BuildInterrupted(f"interrupted: {shards_present(path, plan)}/{len(plan.shards)} shards done; "
+                                   "re-run the same command to continue") from None
+        except (DiskFullError, OSError) as exc:
+            code = exc.errno if isinstance(exc, DiskFullError) else disk_errno(exc)
+            if code is None:  # another OS error, or the free-space check before starting (it says it all)
+                raise
+            sweep(path)
+            raise DiskFullError(disk_full_message(path, code, *space_needed(path, plan, estimates)), code) from None
+
+
+FINALIZE_FILES = frozenset({"manifest.json", "README.md", "croissant.json", "fixed.npy", "preview.png"})
+"""Files finalize writes: their temporaries are stale when the folder lock is held."""
+
+
+def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int, shard_index: int | None,
+              num_shards: int | None, overwrite: bool, quiet: bool, argv: list[str] | None,
+              explicit: list[str] | None, estimates: dict[str, Any]) -> GenerateResult:
     _check_folder(path, plan, overwrite)
     done = _already_finished(path, plan, overwrite)
     if done is not None:
         return done
-    path.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path / ".build" / "plan.json", plan.identity())
-    if num_shards is None:  # job-array runs share the folder: never delete another job's temporary files
-        remove_stray_temporaries(path)
     task_obj = get_task(task)
+    check_space(path, plan, task_obj, config, workers, estimates)  # before anything is created
+    for attempt in range(3):  # another run may finish this build and remove .build/ meanwhile
+        try:
+            atomic_write_json(path / ".build" / "plan.json", plan.identity())
+            break
+        except FileNotFoundError:
+            done = _already_finished(path, plan, overwrite)
+            if done is not None:
+                return done
+            if attempt == 2:
+                raise
     extras: dict[str, Any] = {}
     survivors: dict[str, np.ndarray] | None = None
     if task_obj.deduplicate:
@@ -245,23 +305,26 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
             cands = candidate_shards(total + candidate_margin(total), plan.samples_per_shard)
             todo = [s for j, s in enumerate(cands)
                     if j % num_shards == shard_index and shard_done(build_root(path), s) is None]
-            _run_jobs(path, plan, todo, workers, quiet)
-            return GenerateResult(path, plan.name, None, len(todo), 0, False)
+            written = _run_jobs(path, plan, todo, workers, quiet)
+            return GenerateResult(path, plan.name, None, written, 0, False)
         survivors, extras["deduplication"] = survivors_by_split(
             task_obj, config, path, plan, lambda todo: _run_jobs(path, plan, todo, workers, quiet))
     todo = [s for j, s in enumerate(plan.shards)
             if (num_shards is None or j % num_shards == shard_index) and shard_done(path, s) is None]
     selected = sum(1 for j in range(len(plan.shards)) if num_shards is None or j % num_shards == shard_index)
-    _run_jobs(path, plan, todo, workers, quiet, survivors)
-    finalized = False
-    manifest = None
-    if num_shards is None:
-        from .manifest import finalize
+    written = _run_jobs(path, plan, todo, workers, quiet, survivors)
+    if num_shards is not None:
+        return GenerateResult(path, plan.name, None, written, selected - written, False)
+    from .manifest import finalize
 
+    with hold(path / LOCKS / "folder.lock"):  # one finalize at a time; a later one finds the folder finished
+        done = _already_finished(path, plan, overwrite=False)
+        if done is not None:
+            return GenerateResult(path, plan.name, done.manifest, written, selected - written, True)
+        sweep_temporaries(path, FINALIZE_FILES)
         manifest = finalize(path, plan, argv=argv, explicit=explicit, extras=extras)
-        finalized = True
         shutil.rmtree(path / ".build", ignore_errors=True)  # sidecars, plan, ListOps candidates: no longer needed
-    return GenerateResult(path, plan.name, manifest, len(todo), selected - len(todo), finalized)
+    return GenerateResult(path, plan.name, manifest, written, selected - written, True)
 
 
 def _already_finished(path: Path, plan: BuildPlan, overwrite: bool) -> GenerateResult | None:
@@ -286,48 +349,35 @@ def _already_finished(path: Path, plan: BuildPlan, overwrite: bool) -> GenerateR
 
 
 def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, quiet: bool,
-              survivors: dict[str, np.ndarray] | None = None) -> None:
+              survivors: dict[str, np.ndarray] | None = None) -> int:
+    """Write the `todo` shards (in this process or a pool, see jobs.py); returns how many this run wrote."""
     from tqdm import tqdm
 
-    total = sum(s.stop - s.start for s in todo)
-    if not todo:
-        return
-    task, config = _config_of(plan)
-    task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1))  # compile once
-    desc = "candidates" if todo[0].split == "candidates" else f"generate {plan.name}"
-    bar = tqdm(total=total, unit="sample", desc=desc, disable=quiet, file=sys.stderr,
-               dynamic_ncols=True)
-    done = 0
-    try:
-        if workers <= 1:
-            for shard in todo:
-                run_shard(str(path), plan, shard, bar.update, _rows_of(survivors, shard))
-                done += 1
-        else:
-            import multiprocessing as mp
+    from .jobs import run_jobs, runs_here, svml_in_use
 
-            threads = max(1, (os.cpu_count() or 1) // workers)
-            ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-            # no max_tasks_per_child: on Python 3.11 it deadlocks the pool after workers * N tasks (gh-115634)
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as pool:
-                futures = {pool.submit(run_shard, str(path), plan, s, None, _rows_of(survivors, s)): s for s in todo}
-                try:
-                    for fut in as_completed(futures):
-                        fut.result()
-                        shard = futures[fut]
-                        bar.update(shard.stop - shard.start)
-                        done += 1
-                except BaseException:
-                    for fut in futures:
-                        fut.cancel()
-                    raise
-    except KeyboardInterrupt:
-        bar.close()
-        finished = len(plan.shards) - len(todo) + done
-        raise DatasetError(f"interrupted: {finished}/{len(plan.shards)} shards done",
-                           "re-run the same command to continue") from None
+    if not todo:
+        return 0
+    if not svml_in_use():  # compile here once (filling Numba's cache for the workers), never with SVML on
+        task, config = _config_of(plan)
+        task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1))
+    desc = "candidates" if todo[0].split == "candidates" else f"generate {plan.name}"
+    bar = tqdm(total=sum(s.stop - s.start for s in todo), unit="sample", desc=desc, disable=quiet,
+               file=sys.stderr, dynamic_ncols=True)
+    here = runs_here(workers)
+    written = 0
+
+    def on_done(index: int, record: dict[str, Any] | None) -> None:
+        nonlocal written
+        written += record is not None
+        if not here:
+            bar.update(todo[index].stop - todo[index].start)
+
+    jobs = [{"root": str(path), "plan": plan, "shard": s, "survivors": _rows_of(survivors, s)} for s in todo]
+    try:
+        run_jobs(run_shard, jobs, workers, on_done, bar.update)
     finally:
         bar.close()
+    return written
 
 
 def _rows_of(survivors: dict[str, np.ndarray] | None, shard: ShardSpec) -> np.ndarray | None:

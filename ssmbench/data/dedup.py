@@ -43,32 +43,51 @@ def read_candidates(path: Path, shards: list[ShardSpec], fields: list[str]) -> d
     parts: dict[str, list[np.ndarray]] = {k: [] for k in fields}
     for shard in shards:
         with h5py.File(build_root(path) / shard.relpath, "r", locking=False) as h5:
-            for k in fields:
-                parts[k].append(h5[k][...])
+            for k in fields:  # a candidate shard may hold more rows than asked (see shards.covers)
+                parts[k].append(h5[k][:shard.stop - shard.start])
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def hashes_of(task: Any, config: Any, path: Path, shards: list[ShardSpec]) -> np.ndarray:
-    """(n_candidates, k) uint64 hashes from the task's `dedup_hashes`, computed shard by shard (bounded memory)."""
+def hashes_of(task: Any, config: Any, path: Path, shards: list[ShardSpec],
+              cache: dict[ShardSpec, np.ndarray] | None = None) -> np.ndarray:
+    """(n_candidates, k) uint64 hashes from the task's `dedup_hashes`, computed shard by shard (bounded memory);
+    `cache` keeps each shard's hashes across the rounds of a growing candidate stream."""
     fields = list(task.dedup_fields) or [k for k in task.spec(config).fields if k != "candidate_index"]
+    cache = {} if cache is None else cache
     out = []
     for shard in shards:
-        block = read_candidates(path, [shard], fields)
-        out.append(task.dedup_hashes(config, block))
+        if shard not in cache:
+            cache[shard] = task.dedup_hashes(config, read_candidates(path, [shard], fields))
+        out.append(cache[shard])
     return np.concatenate(out) if out else np.zeros((0, 4), np.uint64)
 
 
+MAX_CANDIDATE_FACTOR = 10
+"""Give up when this many candidates per needed sample (plus margin) leave too few distinct ones."""
+
+
 def survivors_by_split(task: Any, config: Any, path: Path, plan: Any, run_candidates: Any) -> tuple[dict, dict]:
-    """Survivor candidate indices per split, generating more candidates if too few survive; and the report."""
+    """Survivor candidate indices per split, generating more candidates if too few survive; and the report.
+
+    The stream grows by the margin at a time; every round's new shards, and the old last shard if it was
+    short, are written before hashing, and hashes are read back only for the rows each shard spec names.
+    """
     total = sum(plan.sizes.values())
     count = total + candidate_margin(total)
+    cache: dict[ShardSpec, np.ndarray] = {}
     while True:
         shards = candidate_shards(count, plan.samples_per_shard)
         run_candidates([s for s in shards if shard_done(build_root(path), s) is None])
-        hashes = hashes_of(task, config, path, shards)
+        hashes = hashes_of(task, config, path, shards, cache)
         kept = task.select_survivors(config, hashes, total)
         if kept.size >= total:
             break
+        if count >= MAX_CANDIDATE_FACTOR * (total + candidate_margin(total)):
+            from ..errors import ConfigError
+
+            raise ConfigError("--n", f"{plan.task} with this config gives only {kept.size} distinct samples among "
+                                     f"{count} candidates, fewer than the {total} asked for",
+                              "ask for fewer samples, or widen the config (longer or deeper expressions)")
         count += candidate_margin(total)
     report = task.dedup_report(config, hashes, {s: plan.sizes[s] for s in SPLIT_ORDER})
     bounds = np.cumsum([0] + [plan.sizes[s] for s in SPLIT_ORDER])

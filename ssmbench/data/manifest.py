@@ -2,13 +2,15 @@
 
 The manifest is the contract: readers trust it, not directory listings.
 `content_digest` is a sha256 over every row hash in split and sample order, so it does not depend on shard
-boundaries, worker counts or codecs.
+boundaries, worker counts or codecs. The `environment` block records the library versions and the Numba SVML
+setting the shards were generated under (`NUMBA_DISABLE_INTEL_SVML`, always "1": see jobs.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from ..config import config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
+from .jobs import SVML_VARIABLE
 from .provenance import created_utc, environment
 from .shards import (
     FORMAT_VERSION,
@@ -90,7 +93,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
                                for k, f in fields.items()}},
         "splits": splits, "content_digest": content_digest(root, plan), "files": files,
         "statistics": {s: merge_statistics(records[s]) for s in SPLIT_ORDER},
-        "environment": environment(),
+        "environment": {**environment(), SVML_VARIABLE: os.environ.get(SVML_VARIABLE, "")},
         "command": {"argv": list(argv or []), "explicit": list(explicit or [])},
         **(extras or {}),
         "build_identity": plan.identity(),
@@ -100,7 +103,10 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
         from .preview import render_preview
 
         atomic_write_json(root / "manifest.json", manifest)  # the preview reads the shards through it
-        png = render_preview(root, n=4, out=root / "preview.png")
+        drawn = render_preview(root, n=4, out=root / ".build" / "preview.png")
+        png = root / "preview.png"
+        atomic_write_bytes(png, drawn.read_bytes())  # like every small file: whole, fsynced, or not at all
+        drawn.unlink()
         files.append({"path": png.name, "num_bytes": png.stat().st_size, "sha256": file_sha256(png)})
     atomic_write_json(root / "manifest.json", manifest)
     from .cards import write_card

@@ -10,10 +10,12 @@ README, The dataset folder.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..api import Field, Spec
-from ..errors import ConfigError
+from ..errors import ConfigError, SsmbenchError
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = ("train", "val", "test")
@@ -235,19 +237,22 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 ) -> dict[str, Any]:
     """Write one shard atomically and return its sidecar record (also written to `.build/`).
 
-    `make_rows(start, stop)` returns every field except `sample_id` for global sample indices [start, stop).
+    `make_rows(start, stop)` returns every field except `sample_id` for global sample indices [start, stop), each
+    with exactly the dtype and per-sample shape of its `Field` (anything else is refused, naming the field). The
+    content and row hashes are computed from the arrays as stored. A full disk raises `DiskFullError` and leaves
+    no temporary behind; so does any other failure.
     """
-    import h5py
+    from .space import disk_errno
 
     final = root / shard.relpath
-    final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f"{final.name}.tmp.{uuid.uuid4().hex}")
     n = shard.stop - shard.start
     content = {name: hashlib.sha256(content_prefix(np.dtype(f.dtype), (n, *f.shape))) for name, f in fields.items()}
     hashes = np.empty((n, 32), dtype=np.uint8)
     stats: dict[str, np.ndarray] = {}
     try:
-        with h5py.File(tmp, "w", libver=("earliest", "v110"), track_order=True) as h5:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with _hdf5_file(tmp) as (h5, keep):
             for key, value in attrs.items():
                 h5.attrs[key] = value
             dsets = {}
@@ -256,6 +261,7 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 dsets[name].attrs["description"] = f.description
                 for key, value in f.attrs.items():
                     dsets[name].attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+            keep.extend(dsets.values())
             for name, arr in fixed.items():
                 h5.create_dataset(f"fixed/{name}", data=arr, compression="gzip", compression_opts=4,
                                   fletcher32=True, track_times=False)
@@ -263,60 +269,154 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 hi = min(lo + block_size, shard.stop)
                 block = dict(make_rows(lo, hi))
                 block["sample_id"] = np.arange(lo, hi, dtype=np.int64)
-                missing = set(fields) - set(block)
-                if missing:
-                    raise RuntimeError(f"generator returned no field(s) {sorted(missing)}")
-                for name, f in fields.items():
-                    arr = np.ascontiguousarray(block[name], dtype=f.dtype)
+                stored = {name: _checked(name, f, block.get(name), hi - lo, attrs) for name, f in fields.items()}
+                for name, arr in stored.items():
                     dsets[name][lo - shard.start:hi - shard.start] = arr
                     content[name].update(arr.tobytes())
-                hashes[lo - shard.start:hi - shard.start] = row_hashes({k: block[k] for k in fields})
+                hashes[lo - shard.start:hi - shard.start] = row_hashes(stored)
                 if stats_fn is not None:
                     for key, value in stats_fn(block).items():
                         stats[key] = stats.get(key, 0) + np.asarray(value)
                 if on_rows is not None:
                     on_rows(hi - lo)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
+        try:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        except FileNotFoundError:
+            raise TemporaryVanished(f"{tmp} vanished while this run wrote it: another process deleted it") from None
         _fsync_dir(final.parent)
+        record = {
+            **asdict(shard), "path": shard.relpath, "sample_start": shard.start, "sample_stop": shard.stop,
+            "num_bytes": final.stat().st_size, "sha256": file_sha256(final),
+            "content_sha256": {k: h.hexdigest() for k, h in content.items()},
+            "rows_sha256": hashlib.sha256(hashes.tobytes()).hexdigest(),
+            "statistics": {k: np.asarray(v).tolist() for k, v in stats.items()},
+        }
+        rows = io.BytesIO()
+        np.save(rows, hashes)
+        atomic_write_bytes(root / shard.rowhashes, rows.getvalue())
+        atomic_write_json(root / shard.sidecar, record)
+    except OSError as exc:
+        code = disk_errno(exc)
+        if code is None:
+            raise
+        from .space import DISK_ERRNOS, DiskFullError
+
+        raise DiskFullError(f"{DISK_ERRNOS[code]} while writing {final}", code) from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
-    record = {
-        **asdict(shard), "path": shard.relpath, "sample_start": shard.start, "sample_stop": shard.stop,
-        "num_bytes": final.stat().st_size, "sha256": file_sha256(final),
-        "content_sha256": {k: h.hexdigest() for k, h in content.items()},
-        "rows_sha256": hashlib.sha256(hashes.tobytes()).hexdigest(),
-        "statistics": {k: np.asarray(v).tolist() for k, v in stats.items()},
-    }
-    buf = root / shard.rowhashes
-    buf.parent.mkdir(parents=True, exist_ok=True)
-    tmp_rows = buf.with_name(f"{buf.name}.tmp.{uuid.uuid4().hex}")
-    with open(tmp_rows, "wb") as f:
-        np.save(f, hashes)
-    os.replace(tmp_rows, buf)
-    atomic_write_json(root / shard.sidecar, record)
+        tmp.unlink(missing_ok=True)
     return record
 
 
+class TemporaryVanished(SsmbenchError):
+    """A temporary this run was writing was deleted by another process (an older ssmbench, or a clean-up)."""
+
+
+@contextmanager
+def _hdf5_file(tmp: Path) -> Iterator[tuple[Any, list[Any]]]:
+    """An HDF5 file open for writing, with a list for objects to keep alive should HDF5 fail to close it.
+
+    After a failure (a full disk, a refused block, Ctrl-C) the file is closed; if closing fails for lack of
+    space, the temporary is truncated to free the space its chunks took and the close retried; if it fails
+    again, HDF5 cannot recover in this process (`space.poison_hdf5`).
+    """
+    import h5py
+
+    from .space import disk_errno
+
+    h5 = h5py.File(tmp, "w", libver=("earliest", "v110"), track_order=True)
+    keep: list[Any] = [h5]
+    try:
+        yield h5, keep
+    except BaseException as exc:
+        _close(h5, tmp, keep, disk_errno(exc) is not None)
+        raise
+    _close(h5, tmp, keep, False, reraise=True)
+
+
+def _close(h5: Any, tmp: Path, keep: list[Any], disk_full: bool, reraise: bool = False) -> None:
+    """Close an HDF5 file (after a full disk, with its temporary truncated first so that the close can flush).
+
+    If the close fails, HDF5 may have closed some of the file's objects half-way and crashes when they are
+    released: they are kept alive for good (`space.poison_hdf5`), and a second close frees the file handle.
+    """
+    from .space import disk_errno, poison_hdf5
+
+    if disk_full:
+        _truncate(tmp)
+    try:
+        h5.close()
+        return
+    except Exception as exc:  # h5py raises OSError or RuntimeError, with the OS errno in the message
+        first = exc
+    poison_hdf5(*keep)
+    if disk_errno(first) is not None:
+        _truncate(tmp)
+    try:
+        h5.close()
+    except Exception:
+        pass
+    if reraise:
+        raise first
+
+
+def _truncate(path: Path) -> None:
+    try:
+        os.truncate(path, 0)
+    except OSError:
+        pass
+
+
+def _checked(name: str, field: Field, value: Any, rows: int, attrs: Mapping[str, Any]) -> np.ndarray:
+    """A block's array for one field, as it will be stored; refused (naming the field) unless the generator
+    returned exactly the Spec's dtype and shape (a silent cast would store other bytes than the task made)."""
+    task = f"task {attrs['task']!r}" if "task" in attrs else "the task"
+    want_dtype, want_shape = np.dtype(field.dtype), (rows, *field.shape)
+    if value is None:
+        raise SsmbenchError(f"{task} returned no field {name!r} (its Spec declares {want_dtype} {want_shape})")
+    arr = np.asarray(value)
+    if arr.dtype != want_dtype:
+        raise SsmbenchError(f"{task} returned {arr.dtype} for field {name!r}, but its Spec declares {want_dtype}: "
+                            "generate must return the declared dtype (cast with .astype)")
+    if arr.shape != want_shape:
+        raise SsmbenchError(f"{task} returned shape {arr.shape} for field {name!r} ({rows} samples), but its "
+                            f"Spec declares {want_shape}")
+    return np.ascontiguousarray(arr)
+
+
+def covers(record: Mapping[str, Any], shard: ShardSpec) -> bool:
+    """Whether a sidecar record describes `shard`: the same split, index and rows; a candidate shard may hold
+    more rows than asked (the candidate stream only grows, so its last shard may have been written longer).
+
+    >>> covers({"split": "candidates", "index": 2, "num_shards": 0, "start": 16, "stop": 24},
+    ...        ShardSpec("candidates", 2, 0, 16, 20))
+    True
+    >>> covers({"split": "candidates", "index": 2, "num_shards": 0, "start": 16, "stop": 20},
+    ...        ShardSpec("candidates", 2, 0, 16, 24))
+    False
+    """
+    same = all(record.get(k) == getattr(shard, k) for k in ("split", "index", "num_shards", "start"))
+    stop = record.get("stop")
+    if shard.split == "candidates":
+        return same and isinstance(stop, int) and stop >= shard.stop
+    return same and stop == shard.stop
+
+
 def shard_done(root: Path, shard: ShardSpec) -> dict[str, Any] | None:
-    """The sidecar record if the shard's file exists and matches it byte for byte; else None."""
+    """The sidecar record if it describes `shard` and the shard's file matches it byte for byte; else None."""
     final, side = root / shard.relpath, root / shard.sidecar
     if not final.exists() or not side.exists() or not (root / shard.rowhashes).exists():
         return None
     try:
         record = json.loads(side.read_text())
-    except ValueError:
+    except (OSError, ValueError):
         return None
-    if record.get("num_bytes") != final.stat().st_size or record.get("sha256") != file_sha256(final):
+    if not isinstance(record, dict) or not covers(record, shard):
+        return None
+    try:
+        if record.get("num_bytes") != final.stat().st_size or record.get("sha256") != file_sha256(final):
+            return None
+    except FileNotFoundError:  # replaced or removed by another run meanwhile
         return None
     return record
-
-
-def remove_stray_temporaries(root: Path) -> int:
-    count = 0
-    for path in root.rglob("*.tmp.*"):
-        path.unlink(missing_ok=True)
-        count += 1
-    return count
