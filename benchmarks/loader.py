@@ -20,8 +20,11 @@ What is measured, for Pathfinder 128 / 256 / 512 and ListOps-Subtrees (preset dl
 * ms per batch (B / samples/s) and the model step time above which waiting for data stays under 5 %: with
   w >= 1 workers prefetching, waiting per step is about max(0, t_batch - t_step), so t_step >= 0.95 t_batch;
   with w = 0 the read is serial, waiting = t_batch, so t_step >= 19 t_batch.
-* With --step-ms S: one epoch at the default worker count (--wait-workers) with a simulated step of S ms
-  (time.sleep, i.e. a GPU step during which the CPU is free), measuring the share of wall time spent in next().
+* With --step-ms S: 60 steps at --wait-workers workers with a simulated step of S ms (time.sleep, i.e. a GPU
+  step during which the CPU is free), measuring the share of wall time spent in next(), for the default codec and
+  for the in-memory source, and for batches of zeros of the same shapes made without any work ("zeros": what
+  remains there is the DataLoader's own cost of handing a batch from a worker to the main process, plus, on a
+  shared machine, the wait for a core after each sleep).
 
 On this 2-core machine other jobs share the cores (the load average is printed); workers > 2 oversubscribe it.
 """
@@ -41,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.loader import FolderDataset, ShardAwareSampler, collate, open_dataset
+from ssmbench.data.loader import Batch, FolderDataset, ShardAwareSampler, collate, open_dataset
 
 DATASETS = {  # key: (generate arguments, paper batch size per device)
     "pf128": (["pathfinder", "--size", "128"], 16),
@@ -69,6 +72,23 @@ class InMemory(FolderDataset):
         out = {k: v[idx] for k, v in self._mem.items()}  # a copy, as a read would make
         out["sample_index"] = idx
         return out
+
+
+class Floor:
+    """Batches of zeros with the shapes and dtypes of `ds`'s batches, made without any work: what remains of the
+    waiting with this source is the DataLoader's own cost of handing a batch from a worker to the main process."""
+
+    def __init__(self, ds: FolderDataset, batch: int) -> None:
+        self.n, self.columns = len(ds), {k: v.zero_() for k, v in collate(ds.__getitems__(range(batch))).items()}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitems__(self, indices) -> Batch:
+        return Batch([], {k: v[: len(indices)].clone() for k, v in self.columns.items()})
+
+    def close(self) -> None:
+        pass
 
 
 def build(root: Path, key: str, codec: str | None, n: int) -> Path:
@@ -134,24 +154,21 @@ def loader_rate(ds: FolderDataset, batch: int, workers: int, repeats: int, sampl
     return best
 
 
-def wait_share(ds: FolderDataset, batch: int, workers: int, step_ms: float) -> float:
-    """Share of wall time spent waiting in next() over one epoch with a simulated step of step_ms."""
+def wait_share(ds: FolderDataset, batch: int, workers: int, step_ms: float, steps: int = 60) -> float:
+    """Share of wall time spent waiting in next() over `steps` steps with a simulated step of step_ms."""
     import torch
 
     ds.close()
-    loader = torch.utils.data.DataLoader(ds, batch_size=batch, sampler=ShardAwareSampler(ds, seed=2, rank=0,
-                                         world_size=1), num_workers=workers, prefetch_factor=4 if workers else None,
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch, sampler=Epochs(ds, (steps + 1) * batch, 2),
+                                         num_workers=workers, prefetch_factor=4 if workers else None,
                                          collate_fn=COLLATE[0])
     it = iter(loader)
     next(it)  # worker start is a one-off cost (persistent workers), not a per-step wait
     waited, t0 = 0.0, time.perf_counter()
-    while True:
+    for _ in range(steps):
         time.sleep(step_ms / 1e3)
         t = time.perf_counter()
-        try:
-            next(it)
-        except StopIteration:
-            break
+        next(it)
         waited += time.perf_counter() - t
     return waited / (time.perf_counter() - t0)
 
@@ -172,8 +189,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save", type=Path, help="also write the report to this file")
     args = p.parse_args(argv)
 
+    import warnings
+
     import torch
 
+    warnings.filterwarnings("ignore", message="This DataLoader will create")  # more workers than cores: on purpose
     if args.default_collate:
         COLLATE[0] = torch.utils.data.default_collate
     torch.set_num_threads(1)  # collation in the main process is much slower with 2 intra-op threads here
@@ -230,9 +250,11 @@ def main(argv: list[str] | None = None) -> None:
                 needs.append(f"  {key:8} {transform:9} {name:6} best w={w}: {tb:6.2f} ms per batch of {batch}; "
                              f"step >= {need:6.1f} ms keeps waiting < 5 %")
             for s in args.step_ms:
-                share = wait_share(sources[codecs[0]], batch, args.wait_workers, s)
-                waits.append(f"  {key:8} {transform:9} {codecs[0]:6} w={args.wait_workers}, step {s:6.1f} ms: "
-                             f"{100 * share:5.1f} % of wall time waiting")
+                sources["zeros"] = Floor(sources["mem"], batch)
+                shares = {name: wait_share(sources[name], batch, args.wait_workers, s)
+                          for name in (codecs[0], "mem", "zeros")}
+                waits.append(f"  {key:8} {transform:9} w={args.wait_workers}, step {s:5.1f} ms: waiting "
+                             + ", ".join(f"{100 * v:4.1f} % ({k})" for k, v in shares.items()))
     say()
     say("Model step time that keeps waiting for data under 5 % (w >= 1 prefetching: step >= 0.95 t_batch; "
         "w = 0 serial: step >= 19 t_batch), at the best worker count measured here:")
