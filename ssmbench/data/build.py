@@ -279,7 +279,7 @@ FINALIZE_FILES = frozenset({"manifest.json", "README.md", "croissant.json", "fix
 def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int, shard_index: int | None,
               num_shards: int | None, overwrite: bool, quiet: bool, argv: list[str] | None,
               explicit: list[str] | None, estimates: dict[str, Any]) -> GenerateResult:
-    _check_folder(path, plan, overwrite)
+    _check_folder_patiently(path, plan, overwrite)
     done = _already_finished(path, plan, overwrite)
     if done is not None:
         return done
@@ -306,6 +306,7 @@ def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int,
             todo = [s for j, s in enumerate(cands)
                     if j % num_shards == shard_index and shard_done(build_root(path), s) is None]
             written = _run_jobs(path, plan, todo, workers, quiet)
+            _tidy_if_finished(path, plan)
             return GenerateResult(path, plan.name, None, written, 0, False)
         survivors, extras["deduplication"] = survivors_by_split(
             task_obj, config, path, plan, lambda todo: _run_jobs(path, plan, todo, workers, quiet))
@@ -314,6 +315,7 @@ def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int,
     selected = sum(1 for j in range(len(plan.shards)) if num_shards is None or j % num_shards == shard_index)
     written = _run_jobs(path, plan, todo, workers, quiet, survivors)
     if num_shards is not None:
+        _tidy_if_finished(path, plan)
         return GenerateResult(path, plan.name, None, written, selected - written, False)
     from .manifest import finalize
 
@@ -325,6 +327,33 @@ def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int,
         manifest = finalize(path, plan, argv=argv, explicit=explicit, extras=extras)
         shutil.rmtree(path / ".build", ignore_errors=True)  # sidecars, plan, ListOps candidates: no longer needed
     return GenerateResult(path, plan.name, manifest, written, selected - written, True)
+
+
+def _tidy_if_finished(path: Path, plan: BuildPlan) -> None:
+    """A run that ends after another finalized the folder may have re-created a lock under `.build/`: remove it."""
+    if finalized(path, plan):
+        shutil.rmtree(path / ".build", ignore_errors=True)
+
+
+def _check_folder_patiently(path: Path, plan: BuildPlan, overwrite: bool, seconds: float = 5.0) -> None:
+    """`_check_folder`, but a folder that holds nothing but the `.build/` of a run starting at this very moment
+    (its plan not written yet) is given a few seconds for the plan to appear rather than called foreign."""
+    import time
+
+    deadline, rechecked = time.monotonic() + seconds, False
+    while True:
+        try:
+            return _check_folder(path, plan, overwrite)
+        except DatasetError:
+            if time.monotonic() > deadline or not all(p.relative_to(path).parts[0] == ".build"
+                                                      for p in path.rglob("*")):
+                raise
+            if (path / ".build" / "plan.json").exists() or (path / "manifest.json").exists():
+                if rechecked:  # the plan appeared since the check: check once more
+                    raise
+                rechecked = True
+            else:
+                time.sleep(0.05)
 
 
 def _already_finished(path: Path, plan: BuildPlan, overwrite: bool) -> GenerateResult | None:

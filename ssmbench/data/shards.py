@@ -117,7 +117,8 @@ def content_prefix(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
 
 
 def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
-    """(n, 32) uint8: per row, sha256 over the row's fields in sorted name order (dtype|shape|bytes each)."""
+    """(n, 32) uint8: per row, sha256 over the row's fields in sorted name order (dtype|shape|bytes each; a
+    per-sample scalar counts as shape (1,), as `np.ascontiguousarray` makes it: part of the frozen format)."""
     names = sorted(block)
     n = len(block[names[0]])
     out = np.empty((n, 32), dtype=np.uint8)
