@@ -268,6 +268,8 @@ def test_workers_exit_when_the_build_process_is_killed(tmp_path, cli):
     proc.kill()
     proc.communicate(timeout=60)
     wait_for(lambda: not marked_processes(marker), timeout=15)
+    again = build_here(INTERRUPTIBLE, tmp_path)  # the killed workers' temporaries are stale: removed on the way
+    assert again.finalized and not temporaries(again.path) and verify_dataset(again.path).ok
 
 
 def test_a_second_ctrl_c_is_not_needed_and_the_handler_is_restored():
