@@ -63,7 +63,7 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                               "params": r["params"], "cells": {}, "times": {}})
         col["cells"][r["task"]] = r["cells"]
         if r.get("time_per_step_s"):
-            col["times"][(r["task"], r["device"])] = r["time_per_step_s"]
+            col["times"][f"{r['task']}@{r['device']}"] = r["time_per_step_s"]
     tasks = [t for t in TASK_ORDER if any(t in c["cells"] for c in columns.values())]
     tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
     for (_model, _layers, L), col in columns.items():

@@ -81,6 +81,7 @@ def lr_factor(schedule: str, warmup_steps: int, schedule_steps: int) -> Callable
     def f(s: int) -> float:
         if s < warmup_steps:
             return s / warmup_steps
-        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * (s - warmup_steps) / (schedule_steps - warmup_steps))))
+        progress = min(1.0, (s - warmup_steps) / (schedule_steps - warmup_steps))
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
     return f

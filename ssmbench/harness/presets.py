@@ -120,6 +120,7 @@ def _quick(task: str, model: str) -> Preset:
     keys = dict(section["keys"])
     keys.update(section.get("models", {}).get(model, {}))
     keys.update(section.get("tasks", {}).get(task, {}))
+    keys.update(section.get("pairs", {}).get(f"{model}/{task}", {}))
     return Preset("quick", data["preset"]["source"], keys, family=family)
 
 

@@ -1,0 +1,58 @@
+"""One process against two (torchrun, gloo on the CPU): identical scores of one checkpoint, equal training losses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ARGS = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8",
+        "-o", "model.d_state=32", "-o", "train.steps=6", "-o", "train.eval_every=3", "-o", "train.log_every=1",
+        "-o", "train.batch_size=8", "-o", "eval.val_samples=21", "-o", "eval.test_samples=19",
+        "-o", "eval.metric_batch_size=4", "-o", "data.workers=0", "--device", "cpu", "-q"]
+
+
+def launch(nproc: int, *args: str) -> subprocess.CompletedProcess:
+    bindir = Path(sys.executable).parent
+    cmd = [str(bindir / "ssmbench")] if nproc == 1 else \
+        [str(bindir / "torchrun"), "--standalone", f"--nproc-per-node={nproc}", "--no-python", "ssmbench"]
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def losses(run: Path) -> list[float]:
+    return [r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+            if r["split"] == "train"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ddp")
+    launch(1, *ARGS, "--out", str(root / "one"))
+    launch(2, *ARGS, "--out", str(root / "two"))
+    return root
+
+
+def test_two_ranks_train_like_one(runs):
+    one, two = losses(runs / "one"), losses(runs / "two")
+    assert len(one) == len(two) == 6
+    assert one == pytest.approx(two, rel=1e-5)
+
+
+def test_scoring_a_checkpoint_on_two_ranks_gives_identical_metrics(runs):
+    ckpt = str(runs / "one" / "checkpoints" / "best.pt")
+    a = json.loads(launch(1, "eval", "--checkpoint", ckpt, "--split", "test", "--out", str(runs / "s1"),
+                          "--json").stdout)
+    launch(2, "eval", "--checkpoint", ckpt, "--split", "test", "--out", str(runs / "s2"), "-q")
+    b = json.loads((runs / "s2" / "metrics.json").read_text())
+    assert b["world_size"] == 2
+    assert b["test"]["n"] == a["test"]["n"] == 19 * 32          # 19 samples over 2 ranks: none padded or dropped
+    assert b["test"]["r2"] == pytest.approx(a["test"]["r2"], rel=1e-12)
+    assert b["test"]["r2_batchavg"] == pytest.approx(a["test"]["r2_batchavg"], rel=1e-12)
+    assert b["test"]["n_batches_batchavg"] == 4                 # 19 // 4 virtual batches, the remainder dropped

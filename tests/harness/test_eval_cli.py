@@ -1,0 +1,129 @@
+"""`ssmbench eval` / `compare` / `ls presets` as a user types them: results, one-line errors, exit codes, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+TINY = ["--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8",
+        "-o", "eval.val_samples=16", "-o", "eval.test_samples=16", "-o", "data.workers=0", "-q"]
+
+
+def ssmbench(*args: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("ssmbench")
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(TESTS)}
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, **kw)
+
+
+def one_line_error(result: subprocess.CompletedProcess, code: int, *fragments: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_eval_prints_scores_and_compare_builds_the_table(tmp_path):
+    a = ssmbench("eval", "--model", "dlr", *TINY, "-o", "model.d_state=32", "-o", "train.steps=4", "-o", "train.eval_every=2",
+                 "--out", str(tmp_path / "dlr"), "--json")
+    assert a.returncode == 0, a.stderr
+    out = json.loads(a.stdout)
+    assert set(out["test"]) >= {"r2", "r2_batchavg", "mse"}
+    b = ssmbench("eval", "--model", "attention", *TINY, "-o", "train.steps=4", "-o", "train.eval_every=2",
+                 "--out", str(tmp_path / "attn"))
+    assert b.returncode == 0, b.stderr
+    assert "test r2" in b.stdout
+    table = ssmbench("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--markdown")
+    assert table.returncode == 0, table.stderr
+    assert "| cumsum |" in table.stdout and "dlr 1L L=32" in table.stdout and "attention 1L L=32" in table.stdout
+    data = json.loads(ssmbench("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--json").stdout)
+    assert [c["model"] for c in data["columns"]] == ["dlr", "attention"]
+    assert data["columns"][0]["time_ratio"] == pytest.approx(1.0)
+
+
+def test_ls_presets_names_sources():
+    result = ssmbench("ls", "presets")
+    assert result.returncode == 0
+    assert "dlr_paper/atomic/dlr" in result.stdout and "DLR paper Table 5" in result.stdout
+    assert "quick" in result.stdout
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--model", "dlrr", "--task", "cumsum"], ["did you mean 'dlr'"]),
+    (["--model", "dlr", "--task", "cumsun"], ["did you mean 'cumsum'"]),
+    (["--model", "dlr", "--task", "cumsum", "--preset", "papr"], ["did you mean 'paper'"]),
+    (["--model", "dlr", "--task", "cumsum", "-o", "train.stepz=3"], ["did you mean 'train.steps'"]),
+    (["--model", "dlr", "--task", "cumsum", "-o", "model.d_stat=3"], ["did you mean 'model.d_state'"]),
+    (["--model", "lru", "--task", "shift", "--length", "16384", "--preset", "paper"],
+     ["no paper preset", "dlr_paper/long_shift/dlr"]),
+    (["--model", "dlr", "--task", "cumsum", "--device", "cuda"], ["no usable CUDA device"]),
+    (["--model", "user_mixers:LeakyMixer", *TINY], ["fails the causality check"]),
+    (["--model", "user_mixers:build_wrong_shape", "--task", "cumsum", "-o", "L=32", "-q"],
+     ["expected a float tensor of shape"]),
+])
+def test_usage_errors_are_one_line_with_exit_2(args, fragments):
+    if "--device" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has CUDA")
+    one_line_error(ssmbench("eval", *args), 2, *fragments)
+
+
+def test_checkpoint_and_resume_errors(tmp_path):
+    run = tmp_path / "run"
+    assert ssmbench("eval", "--model", "dlr", *TINY, "-o", "model.d_state=32", "-o", "train.steps=2", "-o", "train.eval_every=2",
+                    "--out", str(run)).returncode == 0
+    one_line_error(ssmbench("eval", "--checkpoint", str(run / "checkpoints" / "best.pt"), "--task", "shift"), 2,
+                   "trained with --task cumsum")
+    one_line_error(ssmbench("eval", "--resume", str(run)), 2, "already finished")
+    one_line_error(ssmbench("eval", "--resume", str(tmp_path)), 2, "not an ssmbench run folder")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    one_line_error(ssmbench("eval", "--checkpoint", str(tmp_path / "junk.pt")), 2, "not a readable")
+    scored = ssmbench("eval", "--checkpoint", str(run / "checkpoints" / "best.pt"), "--split", "val",
+                      "--out", str(tmp_path / "score"), "--json")
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["val"]["n"] == 16 * 32
+
+
+def test_nan_loss_exits_1_with_one_line(tmp_path):
+    result = ssmbench("eval", "--model", "user_mixers:NanAfter", *TINY,
+                      "-o", "train.steps=12", "-o", "train.eval_every=6", "-o", "train.log_every=3",
+                      "--out", str(tmp_path / "run"))
+    one_line_error(result, 1, "loss became nan", "last good checkpoint")
+
+
+def test_sigint_checkpoints_and_resume_finishes_like_one_run(tmp_path):
+    import torch
+
+    args = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=64", "-o", "model.d_model=16",
+            "-o", "model.d_state=64", "-o", "train.steps=400", "-o", "train.eval_every=200", "-o",
+            "eval.val_samples=16", "-o", "eval.test_samples=16", "-o", "data.workers=1", "-q"]
+    exe = Path(sys.executable).with_name("ssmbench")
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
+    proc = subprocess.Popen([str(exe), *args, "--out", str(tmp_path / "cut")], stderr=subprocess.PIPE, text=True,
+                            env=env)
+    log = tmp_path / "cut" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while not (log.exists() and '"train"' in log.read_text()) and time.time() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted at step" in err and "--resume" in err and "Traceback" not in err
+    saved = torch.load(tmp_path / "cut" / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]
+    assert 0 < saved < 400
+    done = ssmbench("eval", "--resume", str(tmp_path / "cut"), "-q")
+    assert done.returncode == 0, done.stderr
+    full = ssmbench(*args, "--out", str(tmp_path / "full"))
+    assert full.returncode == 0, full.stderr
+    a = torch.load(tmp_path / "cut" / "checkpoints" / "last.pt", weights_only=True)["model"]
+    b = torch.load(tmp_path / "full" / "checkpoints" / "last.pt", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
