@@ -169,6 +169,7 @@ def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None
 
     prefer_fork_safe_numba()
     env = D.init_distributed(config.hardware.device)
+    facts = model_facts(config, env)  # before the folder exists: a model refused here leaves nothing behind
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
     if not resume:
@@ -181,7 +182,6 @@ def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None
         D.barrier()
     if env.is_main:
         run.write_config(config.to_json())
-    facts = model_facts(config, env)
     ext = make_logger(logger, run.path, config) if env.is_main else None
     start = time.time()
     try:
