@@ -54,10 +54,12 @@ def cli():
         return started[-1]
 
     yield start
-    for proc in started:
+    for proc in started:  # not communicate(): orphaned workers would keep the pipes open
         if proc.poll() is None:
             proc.kill()
-        proc.communicate()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+        proc.stderr.close()
 
 
 def wait_for(predicate, timeout: float = 120.0) -> None:
@@ -266,7 +268,7 @@ def test_workers_exit_when_the_build_process_is_killed(tmp_path, cli):
     wait_for(lambda: any((tmp_path / "shift-1024" / ".build" / "train").glob("*.json")))
     assert len(marked_processes(marker)) >= 3  # the build, its forkserver, two workers (and a resource tracker)
     proc.kill()
-    proc.communicate(timeout=60)
+    proc.wait(timeout=60)
     wait_for(lambda: not marked_processes(marker), timeout=15)
     again = build_here(INTERRUPTIBLE, tmp_path)  # the killed workers' temporaries are stale: removed on the way
     assert again.finalized and not temporaries(again.path) and verify_dataset(again.path).ok
