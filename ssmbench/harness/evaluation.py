@@ -173,7 +173,8 @@ def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
     if not resume:
-        if run.config_path.exists():
+        # Only rank 0 looks: once it has written config.json, another rank would see its own run as a clash.
+        if D.broadcast_object(run.config_path.exists() if env.is_main else None):
             raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
                                                                       f"`ssmbench eval --resume {path}`")
         if env.is_main:

@@ -92,18 +92,19 @@ class DataServer:
         h.send_header("Content-Length", str(len(body)))
         h.send_header("Accept-Ranges", "bytes")
         h.end_headers()
+        # Record before writing: the client may act on the response before this thread runs again.
         cut = self.cut.pop(path, None)
         if cut is not None:
+            self._record(path, start, status, cut)
             h.wfile.write(body[:cut])
             h.wfile.flush()
-            self._record(path, start, status, cut)
             h.close_connection = True
             h.connection.shutdown(socket.SHUT_RDWR)
             if self.die_on_cut:
                 threading.Thread(target=self.stop, daemon=True).start()
             return
-        h.wfile.write(body)
         self._record(path, start, status, len(body))
+        h.wfile.write(body)
 
 
 @pytest.fixture(scope="session")
