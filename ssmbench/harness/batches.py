@@ -3,8 +3,10 @@
 The paper's protocol draws a fresh batch every step. Batch `s` is a pure function of (task, config, data seed, s)
 (`TaskStream.train_batch`), so background workers can produce steps s+1, s+2, ... while the model trains on s,
 and a resumed run continues with exactly the batches it would have seen. Workers are DataLoader processes over a
-map-style dataset indexed by step. Validation and test samples come from the same keys `ssmbench generate` uses;
-each rank holds only its contiguous slice.
+map-style dataset indexed by a range of steps: a worker stacks several consecutive steps into one message
+(`steps_per_message`, automatic: up to 16 steps and about 16 MiB), because handing a message from a worker to the
+training process costs about 1-2 ms whatever its size, more than generating a small atomic batch. Validation and
+test samples come from the same keys `ssmbench generate` uses; each rank holds only its contiguous slice.
 
 Example:
     >>> feed = TrainFeed("cumsum", {"L": 16}, data_seed=0, batch_size=4, start_step=2, stop_step=4, workers=0)
@@ -51,8 +53,29 @@ def _worker_start_method() -> str:
         return "fork"
 
 
+MESSAGE_BYTES = 16 << 20
+"""Target size of one worker message (several steps stacked)."""
+MAX_STEPS_PER_MESSAGE = 16
+
+
+def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size: int) -> int:
+    """How many steps a worker stacks into one message: as many as fit MESSAGE_BYTES, at most 16.
+
+    >>> auto_steps_per_message("cumsum", {"L": 4096}, 16)  # 16 x 4096 x (3 + 1) float32 = 1 MiB a step
+    16
+    >>> auto_steps_per_message("cumsum", {"L": 64}, 16)
+    16
+    """
+    from ..registry import get_task
+    from .run_config import task_config_object
+
+    spec = get_task(task).spec(task_config_object(task, task_config))
+    step_bytes = 4 * batch_size * (spec.seq_len * spec.d_input + spec.l_output * spec.d_output)
+    return max(1, min(MAX_STEPS_PER_MESSAGE, MESSAGE_BYTES // max(1, step_bytes)))
+
+
 class _StepDataset:
-    """Map-style dataset: item `step` is this rank's share of the global batch of that step."""
+    """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
 
     def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, rank: int,
                  world_size: int) -> None:
@@ -63,13 +86,15 @@ class _StepDataset:
     def __len__(self) -> int:  # steps are unbounded; the sampler decides which ones are drawn
         return 2 ** 62
 
-    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+    def __getitem__(self, steps: tuple[int, int]) -> dict[str, torch.Tensor]:
         if self._stream is None:  # built lazily, once per worker process
             from ..data.streaming import TaskStream
 
             self._stream = TaskStream(*self.args[:2], seed=self.args[2])
-        batch = self._stream.train_batch(step, self.batch_size, self.rank, self.world_size)
-        return {k: torch.from_numpy(np.ascontiguousarray(batch[k])) for k in MODEL_FIELDS}
+        batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size)
+                   for step in range(*steps)]
+        # (k, B_rank, T, d_input) inputs and (k, B_rank, l_output, d_output) targets, one copy each
+        return {key: torch.from_numpy(np.stack([b[key] for b in batches])) for key in MODEL_FIELDS}
 
 
 class TrainFeed:
@@ -77,16 +102,20 @@ class TrainFeed:
 
     def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
-                 pin_memory: bool = False) -> None:
+                 pin_memory: bool = False, steps_per_message: int | None = None) -> None:
         self.start, self.stop = start_step, stop_step
+        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size)
+        self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
         dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size)
         self.loader = torch.utils.data.DataLoader(
-            dataset, batch_size=None, sampler=range(start_step, stop_step), num_workers=workers,
+            dataset, batch_size=None, sampler=self.ranges, num_workers=workers,
             prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory,
             persistent_workers=False, multiprocessing_context=_worker_start_method() if workers > 0 else None)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        return zip(range(self.start, self.stop), self.loader, strict=True)
+        for (a, b), message in zip(self.ranges, self.loader, strict=True):
+            for j, step in enumerate(range(a, b)):
+                yield step, {key: value[j] for key, value in message.items()}
 
 
 @dataclass

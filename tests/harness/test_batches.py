@@ -1,0 +1,35 @@
+"""Training batches stacked several steps per worker message equal the one-step-at-a-time batches."""
+
+from __future__ import annotations
+
+import torch
+
+from ssmbench.data.streaming import TaskStream
+from ssmbench.harness.batches import TrainFeed, auto_steps_per_message
+
+
+def test_stacked_messages_yield_the_same_steps_as_single_ones():
+    args = ("shift", {"L": 32}, 3, 4)
+    single = list(TrainFeed(*args, start_step=5, stop_step=12, workers=0, steps_per_message=1))
+    stacked = list(TrainFeed(*args, start_step=5, stop_step=12, workers=1, steps_per_message=3))  # 3 + 3 + 1
+    assert [s for s, _ in stacked] == [s for s, _ in single] == list(range(5, 12))
+    stream = TaskStream("shift", {"L": 32}, seed=3)
+    for (step, a), (_, b) in zip(single, stacked, strict=True):
+        direct = stream.train_batch(step, 4, 0, 1)  # the slow obvious path
+        for key in ("inputs", "targets"):
+            assert torch.equal(a[key], b[key]) and torch.equal(a[key], torch.from_numpy(direct[key]))
+
+
+def test_rank_shares_are_stacked_per_rank():
+    args = ("cumsum", {"L": 16}, 0, 6)
+    whole = dict(TrainFeed(*args, start_step=0, stop_step=4, workers=0, steps_per_message=1))
+    parts = [dict(TrainFeed(*args, start_step=0, stop_step=4, rank=r, world_size=2, workers=0, steps_per_message=4))
+             for r in (0, 1)]
+    for step in range(4):
+        assert torch.equal(torch.cat([p[step]["inputs"] for p in parts]), whole[step]["inputs"])
+
+
+def test_message_size_is_bounded():
+    assert auto_steps_per_message("cumsum", {"L": 64}, 16) == 16
+    # MIPS at L = 4096, batch 256: a step is above the 16 MiB message target, so one step a message
+    assert auto_steps_per_message("mips", {"L": 4096}, 256) == 1
