@@ -21,6 +21,8 @@ Examples:
   ssmbench eval --model dlr                               # every atomic task, then a Table-1-style summary
   ssmbench eval --model attention --task mips --length 512 -o train.steps=2000 -o model.d_model=64
   ssmbench eval --model dlr --task shift --preset paper --device cuda
+  ssmbench eval --model dlr --task pathfinder --size 128      # trains on data/pathfinder-128 (ssmbench generate)
+  ssmbench eval --model local_attention --task listops_subtrees --data data/listops_subtrees-short
   torchrun --nproc-per-node 2 --no-python ssmbench eval --model dlr --task cumsum
   ssmbench eval --model mypkg.mixers:MyMixer --task cumsum
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --split test
@@ -38,6 +40,8 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
 @click.option("--task", help="Task to train on [default: every atomic task in turn].")
 @click.option("--length", type=int, help="Sequence length L of an atomic task.")
 @click.option("--size", type=int, help="Image side of pathfinder.")
+@click.option("--data", type=click.Path(file_okay=False), help="Dataset folder of listops_subtrees, listops or "
+              "pathfinder [default: the matching folder under $SSMBENCH_DATA or ./data].")
 @click.option("--preset", default="quick", help="Training preset: quick, paper, or a full row name "
               "(`ssmbench ls presets`).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
@@ -58,7 +62,7 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_command(model: str, task: str | None, length: int | None, size: int | None, preset: str,
+def eval_command(model: str, task: str | None, length: int | None, size: int | None, data: str | None, preset: str,
                  config_file: str | None, overrides: tuple[str, ...], seed: int, device: str | None,
                  precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
                  resume_dir: str | None, checkpoint: str | None, split: str, logger: str | None,
@@ -80,11 +84,15 @@ def eval_command(model: str, task: str | None, length: int | None, size: int | N
                                   runs_root=runs_root, device=device, overrides=keys, quiet=quiet)
         _report([result], as_json, splits=(split,))
         return
+    if data and not task:  # the folder names its task
+        from ..data.build import load_manifest
+
+        task = load_manifest(data)["task"]
     common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
                   precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
                   allow_noncausal=allow_noncausal)
     if task:
-        _report([evaluation.evaluate(model, task, preset, out=out, **common)], as_json)
+        _report([evaluation.evaluate(model, task, preset, out=out, data=data, **common)], as_json)
         return
     if out:
         raise click.UsageError("--out names one run folder; without --task every atomic task gets its own run "
@@ -103,12 +111,20 @@ def eval_command(model: str, task: str | None, length: int | None, size: int | N
 def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:
     for r in results:
         m = r.metrics
-        head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in ("r2", "r2_batchavg", "mse", "accuracy",
-                                                                      "macro_f1", "macro_accuracy")
-                                    if isinstance(m[s].get(k), float)) for s in splits if s in m]
+        head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in _headline(m[s]) if isinstance(m[s].get(k), float))
+                for s in splits if s in m]
         _emit({"run_dir": str(r.run_dir), **{s: m[s] for s in splits if s in m},
                "time_per_step_s": m.get("time_per_step_s")}, as_json,
               f"{r.run_dir}: " + "; ".join(head))
+
+
+def _headline(scores: dict[str, Any]) -> tuple[str, ...]:
+    """The keys a result line shows: segmentation (Pathfinder), token accuracy (ListOps) or regression."""
+    if "macro_f1_batchavg" in scores:
+        return "macro_f1", "macro_accuracy", "macro_f1_batchavg", "macro_accuracy_batchavg"
+    if "accuracy_batchavg" in scores:
+        return "accuracy", "accuracy_batchavg"
+    return "r2", "r2_batchavg", "mse"
 
 
 @cli.command("compare", epilog="Examples:\n\n\b\n  ssmbench compare runs/*\n"
@@ -137,5 +153,6 @@ def list_presets_text(as_json: bool) -> str:
     if as_json:
         return json.dumps(items, sort_keys=True)
     width = max(len(i["name"]) for i in items)
-    return "\n".join(f"{i['name']:<{width}}  {i['source']}" for i in items)
+    return "\n".join(f"{i['name']:<{width}}  {i['source']}" + (f"; {i['notes']}" if i["name"].startswith("quick (")
+                                                                else "") for i in items)
 

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import ConfigError
+from ..errors import ConfigError, SsmbenchError
 from .presets import ATOMIC, resolve_preset
 from .run_config import RunConfig, task_config_object
 from .run_folder import RunFolder, default_run_dir
 
-RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "hardware.device", "hardware.compile")
+RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile")
 
 
 @dataclass
@@ -42,18 +42,29 @@ class EvalResult:
 def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: int | None = None,
                        size: int | None = None, config_file: str | Path | None = None,
                        overrides: Mapping[str, Any] | None = None, seed: int = 0,
-                       allow_noncausal: bool = False) -> RunConfig:
-    """Preset -> config file -> overrides, validated; `${T}` in a preset becomes the task's input length."""
+                       allow_noncausal: bool = False, data: str | Path | None = None) -> RunConfig:
+    """Preset -> config file -> overrides, validated; `${T}` in a preset becomes the task's input length.
+
+    Folder-backed tasks (ListOps, Pathfinder) also settle their dataset folder (`data`, else `data.path`, else a
+    matching folder under the data root) and take the folder's task config; see `data_folders.attach_folder`.
+    """
     from ..config import load_config_file
     from ..data.task_config import resolve_config
     from ..registry import get_task
+    from .data_folders import FOLDER_TASKS, attach_folder, folder_size, is_folder_task
 
     get_task(task)  # unknown task: did-you-mean, before anything else
+    user: dict[str, Any] = dict(load_config_file(config_file)) if config_file else {}
+    user.update(overrides or {})
+    data = data if data is not None else user.get("data.path")
+    if data is not None and not is_folder_task(task):
+        raise ConfigError("--data", f"{task} draws fresh samples every step and takes no dataset folder",
+                          f"--data applies to {', '.join(FOLDER_TASKS)}")
+    if data is not None and size is None and get_task(task).preset_option == "size":
+        size = folder_size(data)  # the folder's size picks the paper preset's family
     p = resolve_preset(preset, task, model, length=length, size=size)
     keys: dict[str, Any] = _for_model(model, p.keys)
-    if config_file:
-        keys.update(load_config_file(config_file))
-    keys.update(overrides or {})
+    keys.update(user)
     task_keys = {k.removeprefix("task."): v for k, v in keys.items() if k.startswith("task.") or "." not in k}
     other = {k: v for k, v in keys.items() if not (k.startswith("task.") or "." not in k)}
     if length is not None:
@@ -63,12 +74,17 @@ def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: 
     L, S = task_keys.pop("L", None), task_keys.pop("size", None)
     t = get_task(task)
     kwargs = {"length": int(L) if L is not None else None} if t.preset_option == "length" else \
-        {"size": int(S) if S is not None else None} if t.preset_option == "size" else {}
+        {"size": int(S) if S is not None else None} if t.preset_option == "size" else \
+        {"preset": p.dataset.get("preset")}
     _, task_config, _ = resolve_config(task, overrides=[f"{k}={v}" for k, v in task_keys.items()], **kwargs)
     cfg = RunConfig(task=task, task_config=_plain(task_config.to_dict()), model=model, seed=seed, preset=p.name,
                     allow_noncausal=allow_noncausal)
     T = t.spec(task_config).seq_len
     cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in other.items()})
+    if is_folder_task(task):
+        explicit = {k.removeprefix("task."): v for k, v in user.items() if k.startswith("task.") or "." not in k}
+        explicit.update({k: v for k, v in (("L", length), ("size", size)) if v is not None})
+        cfg = attach_folder(cfg, data, explicit, p.dataset.get("n"))
     _check(cfg)
     return cfg
 
@@ -112,9 +128,11 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
              overrides: Mapping[str, Any] | None = None, seed: int = 0, device: str | None = None,
              precision: str | None = None, compile: bool | None = None, out: str | Path | None = None,
              runs_root: str | Path = "runs", quiet: bool = False, logger: str | None = None,
-             allow_noncausal: bool = False, config: RunConfig | None = None) -> EvalResult:
+             allow_noncausal: bool = False, config: RunConfig | None = None,
+             data: str | Path | None = None) -> EvalResult:
     """Train `model` on `task` with a preset and score it; the run folder is `out` or runs/<task>-<model>-<time>.
 
+    `data` is the dataset folder of ListOps / Pathfinder (default: a matching folder under the data root).
     `config` (a RunConfig, e.g. from a run's config.json) replaces every resolution argument.
     """
     if task is None and config is None:
@@ -125,7 +143,7 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
     if config is None:
         config = resolve_run_config(model, task, preset, length=length, size=size,  # type: ignore[arg-type]
                                     config_file=config_file, overrides={**(overrides or {}), **hardware},
-                                    seed=seed, allow_noncausal=allow_noncausal)
+                                    seed=seed, allow_noncausal=allow_noncausal, data=data)
     elif hardware:
         config = config.with_overrides(hardware)
     return _run(config, out, runs_root, resume=False, quiet=quiet, logger=logger)
@@ -161,6 +179,8 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
 
 def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool, quiet: bool,
          logger: str | None) -> EvalResult:
+    import torch
+
     from . import distributed as D
     from .batches import prefer_fork_safe_numba
     from .loggers import make_logger
@@ -187,6 +207,8 @@ def _run(config: RunConfig, out: str | Path | None, runs_root: str | Path | None
     start = time.time()
     try:
         metrics = train(config, run, resume=resume, quiet=quiet, logger=ext)
+    except torch.OutOfMemoryError as exc:
+        raise out_of_memory(config, exc) from None
     finally:
         if ext is not None:
             ext.close()
@@ -209,6 +231,7 @@ def model_facts(config: RunConfig, env: Any) -> dict[str, Any]:
 
     task = get_task(config.task)
     spec = task.spec(task_config_object(config.task, config.task_config))
+    check_direction(config, spec)
     torch.manual_seed(config.seed)
     model = build_model(config.model, spec, dict(config.model_overrides), allow_noncausal=config.allow_noncausal)
     model.to(env.device)
@@ -238,12 +261,12 @@ def _probe(model: Any, config: RunConfig, device: Any) -> None:
     import torch
 
     from ..errors import SsmbenchError
-    from .batches import EvalSet
+    from .folder_feed import probe_inputs
 
-    sample = EvalSet.build(config.task, config.task_config, config.data.seed, "val", 2)
+    sample = probe_inputs(config, "val", 2)
     try:
         with torch.no_grad():
-            model(sample.inputs.to(device))
+            model(sample.to(device))
     except ConfigError:
         raise
     except SsmbenchError as exc:
@@ -255,14 +278,57 @@ def _causality(model: Any, spec: Any, config: RunConfig, checks: Any, device: An
     """The perturbation check of the built model on two validation samples (causal tasks only)."""
     if not spec.causal:
         return {"applicable": False}
-    from .batches import EvalSet
+    from .folder_feed import probe_inputs
 
-    sample = EvalSet.build(config.task, config.task_config, config.data.seed, "val", 2)
-    alt = EvalSet.build(config.task, config.task_config, config.data.seed, "test", 2)
-    reports = checks(model, sample.inputs.to(device), x_alt=alt.inputs.to(device), l_output=spec.l_output)
+    sample, alt = probe_inputs(config, "val", 2), probe_inputs(config, "test", 2)
+    reports = checks(model, sample.to(device), x_alt=alt.to(device), l_output=spec.l_output)
     return {"applicable": True, "passed": all(r.passed for r in reports.values()),
             "summary": "; ".join(str(r) for r in reports.values()),
             **{k: r.to_json() for k, r in reports.items()}}
+
+
+def check_direction(config: RunConfig, spec: Any) -> None:
+    """A bidirectional task (Pathfinder) refuses a causal-only mixer unless `-o model.bidirectional=false` forces a
+    causal run, which is logged as not the paper's setting."""
+    import inspect
+    import logging
+
+    from .models import is_mixer
+    from .models import resolve as resolve_model
+
+    if spec.causal:
+        return
+    forced = str(config.model_overrides.get("bidirectional", "")).strip().lower() in ("false", "0", "no", "off")
+    if forced:
+        logging.getLogger(__name__).warning(
+            "%s runs causally (model.bidirectional=false): not the paper's setting (its %s models are "
+            "bidirectional), so the scores are not comparable with Table 3", config.task, config.task)
+        return
+    obj, name = resolve_model(config.model)
+    if is_mixer(obj) and "bidirectional" not in inspect.signature(obj.__init__).parameters:
+        raise ConfigError("--model", f"{name!r} is causal-only (its mixer takes no `bidirectional` argument) and "
+                          f"{config.task} is a bidirectional task",
+                          "force a causal run with -o model.bidirectional=false (not the paper's setting)")
+
+
+def out_of_memory(config: RunConfig, exc: BaseException) -> SsmbenchError:
+    """CUDA out of memory -> one line naming the batch, the precision, and what to try."""
+    from ..errors import SsmbenchError
+
+    t, precision = config.train, config.hardware.precision
+    try:
+        from ..registry import get_task
+
+        T = get_task(config.task).spec(task_config_object(config.task, config.task_config)).seq_len
+    except Exception:  # noqa: BLE001  (only the message needs it)
+        T = "?"
+    tips = [f"-o train.batch_size={max(1, t.batch_size // 2)}" if t.batch_size > 1 else None,
+            f"-o eval.batch_size={max(1, config.eval.batch_size // 2)}" if config.eval.batch_size > 1 else None,
+            "--precision bf16" if precision == "fp32" else None]
+    first = str(exc).splitlines()[0] if str(exc) else "out of memory"
+    return SsmbenchError(f"CUDA out of memory training {config.model} on {config.task} (T = {T}, global batch "
+                         f"{t.batch_size}, eval batch {config.eval.batch_size}, {precision}): {first[:120]}",
+                         "try " + " or ".join(x for x in tips if x) + " (under torchrun, more GPUs share the batch)")
 
 
 def git_revision() -> str | None:

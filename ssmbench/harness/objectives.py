@@ -1,8 +1,11 @@
 """What a task is trained and selected on: loss, metric state, selection monitor, learning-rate schedule.
 
 Regression (the atomic tasks): MSE loss over every target entry of the batch; exact R² / MSE from float64 sums and
-the paper's per-batch R²; the checkpoint with the lowest validation MSE is kept. Classification (ListOps,
-Pathfinder) uses the states and losses of `ssmbench.harness.metrics`.
+the paper's per-batch R²; the checkpoint with the lowest validation MSE is kept. Token classification
+(ListOps-Subtrees, LRA ListOps): cross-entropy over the labelled positions, exact token accuracy from the confusion
+matrix and the paper's per-batch accuracy; the highest validation accuracy is kept. Segmentation (Pathfinder): the
+per-batch class-weighted cross-entropy (`losses.class_weighted_cross_entropy`), exact and per-batch macro-F1 /
+macro accuracy; the highest validation macro-F1 is kept.
 
 Example:
     >>> f = lr_factor("cosine", warmup_steps=10, schedule_steps=110)
@@ -48,20 +51,37 @@ def mse_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.mse_loss(pred.float(), target.float())
 
 
-def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", variant: str = "exact") -> Objective:
-    """The objective of a task's Spec (regression or classification)."""
-    from . import metrics
+def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", variant: str = "exact",
+                  breakdowns: dict[str, int] | None = None) -> Objective:
+    """The objective of a task's Spec: regression, token classification or segmentation.
+
+    `breakdowns` ({extra field: bucket count}) adds per-bucket counts to the classification metrics (Figure 2).
+    """
+    from . import losses, metrics
 
     if variant not in ("exact", "batchavg"):
         raise ConfigError("eval.monitor_variant", f"must be exact or batchavg, got {variant!r}")
+    suffix = "" if variant == "exact" else "_batchavg"
     if spec.target_kind == "regress":
         key, mode = ("mse", "min") if variant == "exact" else ("r2_batchavg", "max")
         if monitor not in ("auto", key):
             key, mode = monitor, ("min" if monitor == "mse" else "max")
         return Objective(mse_loss, lambda n: metrics.RegressionMetrics(spec.d_output, metric_batch_size, n),
                          key, mode, ("r2", "r2_batchavg", "mse"))
-    raise ConfigError("task", f"training on {spec.target_kind!r} targets is not supported by this harness yet",
-                      "the atomic (regression) tasks are supported")
+    if spec.target_kind == "classify":
+        segmentation = "macro_f1" in spec.metrics
+        kind = "segmentation" if segmentation else "token"
+        ignore = spec.ignore_index if spec.ignore_index is not None else -100
+        loss = losses.class_weighted_cross_entropy if segmentation else losses.masked_cross_entropy
+        key = ("macro_f1" if segmentation else "accuracy") + suffix
+        headline = ("macro_f1", "macro_accuracy", "macro_f1_batchavg", "macro_accuracy_batchavg") if segmentation \
+            else ("accuracy", "accuracy_batchavg")
+        return Objective(lambda logits, y: loss(logits, y, ignore),
+                         lambda n: metrics.ClassificationMetrics(spec.d_output, metric_batch_size, n, kind, ignore,
+                                                                 breakdowns),
+                         key if monitor == "auto" else monitor, "max", headline)
+    raise ConfigError("task", f"training on {spec.target_kind!r} targets is not supported by this harness",
+                      "regression and classification tasks are supported")
 
 
 def lr_factor(schedule: str, warmup_steps: int, schedule_steps: int) -> Callable[[int], float]:

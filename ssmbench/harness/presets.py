@@ -40,6 +40,8 @@ class Preset:
     notes: str = ""
     family: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    dataset: dict[str, Any] = field(default_factory=dict)
+    """Folder-backed tasks: the dataset the preset is sized for (`preset`, `n`), used to find or name its folder."""
 
 
 @functools.cache
@@ -57,6 +59,8 @@ def family_of(task: str, length: int | None = None, size: int | None = None, def
         return "atomic512" if L == 512 else "atomic"
     if task == "listops_subtrees":
         return "listops"
+    if task == "listops":  # LRA ListOps: the paper did not run it, so no paper row matches
+        return "lra_listops"
     if task == "pathfinder":
         return f"pathfinder{size or 128}"
     return task
@@ -121,12 +125,16 @@ def _quick(task: str, model: str) -> Preset:
     keys.update(section.get("models", {}).get(model, {}))
     keys.update(section.get("tasks", {}).get(task, {}))
     keys.update(section.get("pairs", {}).get(f"{model}/{task}", {}))
-    return Preset("quick", data["preset"]["source"], keys, family=family)
+    return Preset("quick", data["preset"]["source"], keys, section.get("notes", ""), family,
+                  dataset=dict(section.get("dataset", {})))
 
 
 def list_presets() -> list[dict[str, str]]:
     """Every preset with its source, for `ssmbench ls presets`."""
-    out = [{"name": "quick", "source": _load("quick")["preset"]["source"], "notes": "default; atomic tasks"}]
+    quick = _load("quick")
+    out = [{"name": "quick" if family == "atomic" else f"quick ({family})", "source": quick["preset"]["source"],
+            "notes": section.get("notes", "default; atomic tasks")}
+           for family, section in quick.items() if family != "preset"]
     for name, row in paper_rows().items():
         out.append({"name": name, "source": row["source"], "notes": row.get("notes", "")})
     return out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,10 @@ class DataConfig:
     """Background processes producing training batches ahead of the step (0: in the training process)."""
     prefetch: int = 4
     """Batches each worker keeps ready."""
+    path: str | None = None
+    """Dataset folder of a folder-backed task (ListOps, Pathfinder): `--data`; found under the data root if unset."""
+    dataset_id: str | None = None
+    """The folder's dataset_id, recorded when the run starts (a resumed run refuses a folder rebuilt since)."""
 
 
 @dataclass(frozen=True)
@@ -176,9 +181,13 @@ def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:
             close = difflib.get_close_matches(key, names, n=1)
             hint = f"; did you mean '{name}.{close[0]}'?" if close else f"; known: {', '.join(names)}"
             raise ConfigError(f"{name}.{key}", f"unknown key{hint}")
-        parsed[key] = _parse_value(type(section), key, raw)
-        if isinstance(raw, str) and raw.strip().lower() in ("none", "null"):
+        hint = typing.get_type_hints(type(section))[key]
+        if isinstance(raw, str) and type(None) in typing.get_args(hint) and raw.strip().lower() in ("none", "null"):
             parsed[key] = None
+        elif isinstance(raw, str) and hint == (str | None):
+            parsed[key] = raw.strip()  # a path or an id: never parsed as JSON
+        else:
+            parsed[key] = _parse_value(type(section), key, raw)
     return dataclasses.replace(section, **parsed)
 
 

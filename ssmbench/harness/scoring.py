@@ -28,7 +28,7 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
                      overrides: Mapping[str, Any] | None = None, quiet: bool = False) -> EvalResult:
     """Exact and per-batch metrics of a checkpoint on `split`, written to a run folder of their own."""
     from . import distributed as D
-    from .batches import EvalSet
+    from .folder_feed import eval_set_for
     from .trainer import evaluate_split, setup
 
     ckpt = load_checkpoint(checkpoint)
@@ -49,7 +49,7 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
         raise ConfigError("--checkpoint", f"{checkpoint} does not fit the model its config describes "
                           f"({str(exc).splitlines()[0]})") from None
     n = cfg.eval.test_samples if split == "test" else cfg.eval.val_samples
-    data = EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, split, n, s.env.rank, s.env.world_size)
+    data = eval_set_for(cfg, split, s.env.rank, s.env.world_size, n)
     scores = evaluate_split(s, data)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root, cfg.task, f"{cfg.model}-score"))
     run = RunFolder(path)

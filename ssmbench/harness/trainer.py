@@ -1,8 +1,10 @@
 """The training loop: one readable function over a resolved `RunConfig` and a run folder.
 
-    build model -> AdamW with parameter groups -> for each step: fresh batch (from background workers), forward,
-    MSE, backward, step, schedule -> every `eval_every` steps: validation metrics, best.pt on a better monitor,
-    last.pt -> at the end: best weights, val and test metrics, metrics.json, learning curves.
+    build model -> AdamW with parameter groups -> for each step: a batch (from background workers: a fresh one of
+    the task's stream, or the next of a dataset folder's epoch, see `folder_feed`), forward, the task's loss
+    (objectives.py), backward, step, schedule -> every `eval_every` steps: validation metrics, best.pt on a better
+    monitor, last.pt -> at the end: best weights, val and test metrics, the task's figures, metrics.json, learning
+    curves.
 
 Under torchrun each rank trains on its slice of the global batch (DDP averages the gradients, so the update equals
 the single-process one), evaluates its contiguous slice of val / test, and the metric states are summed across
@@ -23,7 +25,7 @@ import torch
 
 from ..errors import SsmbenchError
 from . import distributed as D
-from .batches import EvalSet, TrainFeed
+from .folder_feed import breakdowns_for, eval_set_for, feed_for
 from .objectives import Objective, lr_factor, objective_for
 from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32
 from .run_config import RunConfig, task_config_object
@@ -83,12 +85,13 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     model.to(env.device)
     if cfg.hardware.precision != "fp32":
         keep_mixers_float32(model)
-    objective = objective_for(spec, cfg.eval.metric_batch_size, cfg.eval.monitor, cfg.eval.monitor_variant)
+    objective = objective_for(spec, cfg.eval.metric_batch_size, cfg.eval.monitor, cfg.eval.monitor_variant,
+                              breakdowns_for(cfg.task, cfg.task_config))
     return Setup(cfg, env, spec, model, objective)
 
 
-def evaluate_split(s: Setup, data: EvalSet) -> dict[str, Any]:
-    """Exact and per-batch metrics of the model on one split, summed across ranks."""
+def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
+    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks."""
     from .metrics import all_reduce_metrics
 
     model = s.bare
@@ -96,9 +99,10 @@ def evaluate_split(s: Setup, data: EvalSet) -> dict[str, Any]:
     model.eval()
     state = s.objective.new_metrics(data.num_samples)
     with torch.no_grad(), autocast_context(s.cfg.hardware.precision, s.env.device):
-        for x, y, idx in data.batches(s.cfg.eval.batch_size):
+        for x, y, idx, *extra in data.batches(s.cfg.eval.batch_size):  # extra: Figure-2 fields of folder tasks
             pred = model(x.to(s.env.device, non_blocking=True))
-            state.update(pred.float(), y.to(s.env.device), idx.to(s.env.device))
+            kw = {"extra": {k: v.to(s.env.device) for k, v in extra[0].items()}} if extra and extra[0] else {}
+            state.update(pred.float(), y.to(s.env.device), idx.to(s.env.device), **kw)
     all_reduce_metrics(state)
     model.train(was_training)
     return state.compute()
@@ -165,8 +169,7 @@ def train(cfg: RunConfig, run: RunFolder, *, resume: bool = False, quiet: bool =
     if cfg.hardware.compile:
         model = torch.compile(model)
     s.model = model
-    val = EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, "val", cfg.eval.val_samples, env.rank,
-                        env.world_size)
+    val = eval_set_for(cfg, "val", env.rank, env.world_size)
 
     def checkpoint(path: Any) -> None:
         if env.is_main:
@@ -179,8 +182,7 @@ def train(cfg: RunConfig, run: RunFolder, *, resume: bool = False, quiet: bool =
 
     if env.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(env.device)
-    feed = TrainFeed(cfg.task, cfg.task_config, cfg.data.seed, t.batch_size, state.step, t.steps, env.rank,
-                     env.world_size, cfg.data.workers, cfg.data.prefetch, pin_memory=env.device.type == "cuda")
+    feed = feed_for(cfg, state.step, env, pin_memory=env.device.type == "cuda")
     bar = _progress(state.step, t.steps, quiet or not env.is_main, cfg)
     every_ckpt = t.checkpoint_every or t.eval_every
     loss_sum = torch.zeros((), dtype=torch.float64, device=env.device)
@@ -263,14 +265,18 @@ def train(cfg: RunConfig, run: RunFolder, *, resume: bool = False, quiet: bool =
     return finish(s, run, state, val)
 
 
-def finish(s: Setup, run: RunFolder, state: TrainState, val: EvalSet) -> dict[str, Any]:
-    """Load the best weights, score val and test, and assemble metrics.json (written by the caller)."""
+def finish(s: Setup, run: RunFolder, state: TrainState, val: Any) -> dict[str, Any]:
+    """Load the best weights, score val and test, draw the task's figures, and assemble metrics.json (written by
+    the caller)."""
+    from .task_figures import task_figures
+
     cfg, env = s.cfg, s.env
     if run.best.exists():
         s.bare.load_state_dict(load_checkpoint(run.best)["model"])
-    test = EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, "test", cfg.eval.test_samples, env.rank,
-                         env.world_size)
-    return {"val": evaluate_split(s, val), "test": evaluate_split(s, test), "best_step": state.best_step,
+    test = eval_set_for(cfg, "test", env.rank, env.world_size)
+    scores = {"val": evaluate_split(s, val), "test": evaluate_split(s, test)}
+    figures = task_figures(s, run, scores["val"], val) if env.is_main else {}
+    return {**scores, **figures, "best_step": state.best_step,
             "monitor": {"key": s.objective.monitor, "mode": s.objective.mode, "value": state.best_value},
             "steps": state.step, "train_time_s": state.train_time,
             "time_per_step_s": state.train_time / max(1, state.timed_steps),

@@ -1,0 +1,144 @@
+"""Which dataset folder a folder-backed run trains on: `--data PATH`, or a matching folder under the data root.
+
+ListOps-Subtrees, ListOps and Pathfinder train on a finite dataset made once by `ssmbench generate` (their samples
+are de-duplicated or costly to draw), not on a fresh stream. `attach_folder` settles the folder when a run config is
+resolved and records it in the config (`data.path`, `data.dataset_id`), with the folder's own task config:
+
+* `--data PATH` (`data.path`): the folder must hold this task at the installed task version and agree with every
+  task key the user asked for explicitly (`--size`, `-o key=value`); its config then becomes the run's.
+* no `--data`: the first folder directly under the data root (`$SSMBENCH_DATA` or ./data) whose task, version and
+  whole config equal the resolved ones (the largest training split wins); none -> a one-line `DatasetError` (exit 2)
+  that names the `ssmbench generate ...` command that would make it.
+
+Example:
+    >>> generate_command("pathfinder", {"size": 128}, n=2000, root="data")
+    'ssmbench generate pathfinder --size 128 --n 2000 --out data'
+    >>> generate_command("listops_subtrees", {"min_length": 1500, "max_length": 2000, "max_args": 10,
+    ...                                       "max_depth": 10}, n=1000, root="data")
+    'ssmbench generate listops_subtrees --preset short --n 1000 --out data'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, DatasetError
+
+log = logging.getLogger(__name__)
+
+FOLDER_TASKS = ("listops_subtrees", "listops", "pathfinder")
+"""Tasks trained from a dataset folder rather than a fresh stream."""
+
+
+def is_folder_task(task: str) -> bool:
+    return task in FOLDER_TASKS
+
+
+def _full_config(task: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's full config dict (JSON primitives) for some of its values, as RunConfig stores it."""
+    from ..config import config_from_dict
+    from ..registry import get_task
+    from .run_config import _jsonable
+
+    t = get_task(task)
+    return _jsonable(config_from_dict(t.Config, {**t.presets[t.default_preset].to_dict(), **values}).to_dict())
+
+
+def folder_size(path: str | Path) -> int | None:
+    """The `size` of a folder's config (None when unreadable): lets `--data` pick the paper preset's family."""
+    try:
+        return int(json.loads((Path(path) / "manifest.json").read_text())["config"]["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def generate_command(task: str, config: Mapping[str, Any], n: int | None = None, root: str | Path = "data") -> str:
+    """The `ssmbench generate` command line that builds a folder of `task` with this (partial or full) config."""
+    from ..registry import get_task
+
+    t = get_task(task)
+    full = _full_config(task, config)
+    parts = ["ssmbench", "generate", task]
+    if t.preset_option == "size":
+        from ..data.task_config import resolve_config
+
+        parts += ["--size", str(full["size"])]
+        base = _full_config(task, resolve_config(task, size=int(full["size"]))[1].to_dict())
+    else:
+        name = next((k for k, v in t.presets.items() if _full_config(task, v.to_dict()) == full), t.default_preset)
+        if name != t.default_preset:
+            parts += ["--preset", name]
+        base = _full_config(task, t.presets[name].to_dict())
+    for key, value in full.items():
+        if base.get(key) != value:
+            parts += ["-o", f"{key}={json.dumps(value) if not isinstance(value, str) else value}"]
+    if n:
+        parts += ["--n", str(n)]
+    return " ".join([*parts, "--out", str(root)])
+
+
+def find_folder(task: str, config: Mapping[str, Any], root: Path) -> Path | None:
+    """The folder under `root` for (task, installed version, config), the one with most training samples."""
+    from ..registry import get_task
+
+    version = str(get_task(task).version)
+    found: list[tuple[int, str, Path]] = []
+    for manifest_path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        try:
+            m = json.loads(manifest_path.read_text())
+            if m.get("task") != task or str(m.get("task_version")) != version:
+                continue
+            if _full_config(task, m["config"]) != dict(config):
+                continue
+            found.append((-int(m["splits"]["train"]["num_samples"]), manifest_path.parent.name,
+                          manifest_path.parent))
+        except (OSError, ValueError, KeyError, TypeError, ConfigError):
+            continue  # not a complete ssmbench folder of this task: not a candidate
+    return min(found)[2] if found else None
+
+
+def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any], n_hint: int | None = None) -> Any:
+    """`cfg` (a RunConfig of a folder-backed task) with its folder settled: data.path, data.dataset_id and the
+    folder's task config. `explicit`: task keys the user asked for (checked against the folder)."""
+    from ..data.build import data_root, load_manifest
+    from ..data.loader import check_folder
+
+    task = cfg.task
+    data = data if data is not None else cfg.data.path
+    if data is None:
+        root = data_root()
+        path = find_folder(task, cfg.task_config, root)
+        if path is None:
+            raise DatasetError(f"no {task} dataset folder with this configuration under {root}/ (task version "
+                               f"{_version(task)})", f"make one with `{generate_command(task, cfg.task_config, n_hint, root)}`"
+                               ", or pass --data PATH")
+        log.info("training on %s", path)
+    else:
+        path = Path(data)
+        if not (path / "manifest.json").is_file():
+            raise DatasetError(f"--data {path}: no dataset folder there (no manifest.json)",
+                               f"make one with `{generate_command(task, cfg.task_config, n_hint, path.parent)}`")
+    manifest = load_manifest(path)
+    for split in ("train", "val", "test"):
+        check_folder(path, manifest, split, expect_task=task)
+    folder_config = _full_config(task, manifest["config"])
+    for key, want in explicit.items():
+        want = _full_config(task, {key: want}).get(key, want)
+        if folder_config.get(key) != want:
+            raise DatasetError(f"--data {path} holds {task} with {key} = {folder_config.get(key)!r}, not {want!r}",
+                               f"pass a folder built with {key} = {want!r} "
+                               f"(`{generate_command(task, {**folder_config, key: want}, n_hint)}`), or drop the "
+                               "option to train on this folder's data")
+    data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.get("dataset_id"))
+    return dataclasses.replace(cfg, task_config=folder_config, data=data_section)
+
+
+def _version(task: str) -> str:
+    from ..registry import get_task
+
+    return str(get_task(task).version)

@@ -1,0 +1,207 @@
+"""Training batches and evaluation sets read from a dataset folder (ListOps-Subtrees, ListOps, Pathfinder), and the
+two choosers the training loop calls for any task: `feed_for` and `eval_set_for`.
+
+Training walks the folder's train split in epochs. The order of epoch e is `ShardAwareSampler(seed=data.seed,
+epoch=e)` (shards shuffled, samples shuffled within windows of shards; under DDP each rank takes every W-th index of
+the same order), and step s is batch p = s mod E of epoch e = s div E, with E = (n_train div W) div (B / W) steps
+per epoch (the incomplete last batch is dropped). Batch s is therefore a pure function of (folder, data seed, s, W):
+a resumed run sees exactly the batches of an uninterrupted one, and background workers read ahead by step as for
+streamed tasks. Items cross process boundaries in the folder's stored dtypes (`transform="compact"`: uint8 pixels
+and tokens); the backbone widens them and scales the pixels on the device.
+
+Evaluation reads the first min(n, split size) samples of val / test; rank r of W takes the contiguous slice
+`EvalShardSampler` gives it, so every sample is scored exactly once across ranks. ListOps-Subtrees items carry
+`node_height` / `node_op` for the Figure-2 breakdowns.
+
+Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per epoch):
+    >>> import tempfile
+    >>> from ssmbench.data.build import generate_dataset
+    >>> from ssmbench.data.task_config import resolve_config
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> config = resolve_config("pathfinder", size=32)[1]
+    >>> folder = generate_dataset("pathfinder", config, out=tmp.name, n=24, split={"train": 16, "val": 4,
+    ...                           "test": 4}, samples_per_shard=8, quiet=True).path
+    >>> steps = FolderSteps(folder, data_seed=0, batch_size=4)
+    >>> steps.steps_per_epoch, steps.position(9)
+    (4, (2, 1))
+    >>> b = steps[9]
+    >>> tuple(b["inputs"].shape), str(b["inputs"].dtype), tuple(b["targets"].shape)
+    ((4, 1024, 1), 'torch.uint8', (4, 1024))
+    >>> sorted(sum((steps.indices(s).tolist() for s in range(8, 12)), [])) == list(range(16))  # epoch 2
+    True
+    >>> ev = FolderEvalSet.build(folder, "val", n=3, rank=1, world_size=2)
+    >>> [idx.tolist() for _, _, idx, _ in ev.batches(8)]
+    [[1, 2]]
+    >>> tmp.cleanup()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, DatasetError
+from .data_folders import is_folder_task
+
+FIGURE2_FIELDS = ("node_height", "node_op")
+
+
+def breakdowns_for(task: str, task_config: Mapping[str, Any]) -> dict[str, int]:
+    """{extra field: bucket count} of the Figure-2 breakdowns (ListOps-Subtrees: heights < max_depth, 4 ops)."""
+    if task != "listops_subtrees":
+        return {}
+    return {"node_height": int(task_config["max_depth"]), "node_op": 4}
+
+
+def _open(path: str | Path, split: str, task: str | None, dataset_id: str | None, fields: tuple[str, ...] = ()):
+    from ..data.loader import open_dataset
+
+    ds = open_dataset(path, split, fields=fields, transform="compact", expect_task=task, download=False)
+    if dataset_id and ds.dataset_id != dataset_id:
+        raise DatasetError(f"{path} now holds dataset {ds.dataset_id}, not {dataset_id} that this run started on "
+                           "(rebuilt since?)", "point -o data.path at the original folder, or start a new run")
+    return ds
+
+
+class FolderSteps:
+    """Map-style dataset: item `step` is this rank's share of the global batch of that training step."""
+
+    def __init__(self, path: str | Path, data_seed: int, batch_size: int, rank: int = 0, world_size: int = 1,
+                 task: str | None = None, dataset_id: str | None = None, window: int = 4) -> None:
+        if batch_size % world_size:
+            raise ConfigError("train.batch_size", f"{batch_size} is not divisible by the world size {world_size}")
+        self.ds = _open(path, "train", task, dataset_id)
+        self.seed, self.rank, self.world_size, self.window = int(data_seed), rank, world_size, window
+        self.local = batch_size // world_size
+        self.steps_per_epoch = (len(self.ds) // world_size) // self.local
+        if self.steps_per_epoch < 1:
+            raise ConfigError("train.batch_size", f"{batch_size} exceeds the {len(self.ds)} training samples of "
+                              f"{path}", "lower train.batch_size or generate a larger folder")
+        self._epoch: int | None = None
+        self._order = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:  # steps are unbounded; the sampler decides which ones are drawn
+        return 2 ** 62
+
+    def position(self, step: int) -> tuple[int, int]:
+        """(epoch, batch within the epoch) of a training step."""
+        return divmod(int(step), self.steps_per_epoch)
+
+    def indices(self, step: int) -> np.ndarray:
+        """(B / W,) sample indices of this rank's share of step `step`."""
+        from ..data.samplers import ShardAwareSampler
+
+        epoch, pos = self.position(step)
+        if epoch != self._epoch:  # one permutation per epoch and process
+            self._order = ShardAwareSampler(self.ds, seed=self.seed, epoch=epoch, window=self.window,
+                                            rank=self.rank, world_size=self.world_size).indices()
+            self._epoch = epoch
+        return self._order[pos * self.local:(pos + 1) * self.local]
+
+    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+        return self.ds.collate(self.ds.__getitems__(self.indices(step)))
+
+
+class FolderFeed:
+    """Iterate (step, batch) for steps [start_step, stop_step) of a folder, read by `workers` processes."""
+
+    def __init__(self, steps: FolderSteps, start_step: int, stop_step: int, workers: int = 1, prefetch: int = 4,
+                 pin_memory: bool = False) -> None:
+        from .batches import _worker_start_method
+
+        self.start, self.stop, self.steps = start_step, stop_step, steps
+        self.loader = torch.utils.data.DataLoader(
+            steps, batch_size=None, sampler=range(start_step, stop_step), num_workers=workers,
+            prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory, persistent_workers=False,
+            multiprocessing_context=_worker_start_method() if workers > 0 else None)
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
+        return zip(range(self.start, self.stop), self.loader, strict=True)
+
+
+class _Prefix:
+    """The first n samples of a dataset, described to the samplers by its shard offsets."""
+
+    def __init__(self, starts: np.ndarray, n: int) -> None:
+        self.shard_starts = np.minimum(starts, n)
+
+    def __len__(self) -> int:
+        return int(self.shard_starts[-1])
+
+
+class FolderEvalSet:
+    """This rank's contiguous slice of the first `num_samples` samples of a folder's val or test split."""
+
+    def __init__(self, ds: Any, n: int, rank: int, world_size: int, workers: int = 0) -> None:
+        from ..data.samplers import EvalShardSampler
+
+        self.ds, self.workers = ds, workers
+        self.num_samples = min(int(n), len(ds))
+        self.sampler = EvalShardSampler(_Prefix(ds.shard_starts, self.num_samples), rank, world_size)
+        self.sample_index = torch.arange(self.sampler.start, self.sampler.stop)
+
+    @classmethod
+    def build(cls, path: str | Path, split: str, n: int, rank: int = 0, world_size: int = 1,
+              task: str | None = None, dataset_id: str | None = None, fields: tuple[str, ...] = (),
+              workers: int = 0) -> FolderEvalSet:
+        return cls(_open(path, split, task, dataset_id, fields), n, rank, world_size, workers)
+
+    def batches(self, batch_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]]:
+        """(inputs, targets, sample_index, {extra field: (B, T)}) in sample order."""
+        from .batches import _worker_start_method
+
+        loader = torch.utils.data.DataLoader(
+            self.ds, batch_size=batch_size, sampler=self.sampler, collate_fn=self.ds.collate,
+            num_workers=self.workers, multiprocessing_context=_worker_start_method() if self.workers else None)
+        for b in loader:
+            yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
+
+    def head(self, k: int) -> dict[str, torch.Tensor]:
+        """The first k samples of the split (all ranks alike): for probes and figures."""
+        return self.ds.collate(self.ds.__getitems__(list(range(min(k, len(self.ds))))))
+
+
+def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> Any:
+    """The training batches of steps [start_step, train.steps) for this rank: a folder or the task's stream."""
+    d, t = cfg.data, cfg.train
+    if is_folder_task(cfg.task):
+        steps = FolderSteps(_path(cfg), d.seed, t.batch_size, env.rank, env.world_size, cfg.task, d.dataset_id)
+        return FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
+    from .batches import TrainFeed
+
+    return TrainFeed(cfg.task, cfg.task_config, d.seed, t.batch_size, start_step, t.steps, env.rank,
+                     env.world_size, d.workers, d.prefetch, pin_memory=pin_memory)
+
+
+def eval_set_for(cfg: Any, split: str, rank: int = 0, world_size: int = 1, n: int | None = None) -> Any:
+    """This rank's part of the val / test set of a run (n: default eval.val_samples / eval.test_samples)."""
+    if n is None:
+        n = cfg.eval.val_samples if split == "val" else cfg.eval.test_samples
+    if is_folder_task(cfg.task):
+        fields = tuple(breakdowns_for(cfg.task, cfg.task_config))
+        return FolderEvalSet.build(_path(cfg), split, n, rank, world_size, cfg.task, cfg.data.dataset_id, fields,
+                                   min(cfg.data.workers, 2))
+    from .batches import EvalSet
+
+    return EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, split, n, rank, world_size)
+
+
+def probe_inputs(cfg: Any, split: str, k: int) -> torch.Tensor:
+    """(k, T, ...) model inputs of the first k samples of a split (causality checks, the output probe)."""
+    if is_folder_task(cfg.task):
+        ds = _open(_path(cfg), split, cfg.task, cfg.data.dataset_id)
+        return ds.collate(ds.__getitems__(list(range(min(k, len(ds))))))["inputs"]
+    from .batches import EvalSet
+
+    return EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, split, k).inputs
+
+
+def _path(cfg: Any) -> str:
+    if not cfg.data.path:
+        raise ConfigError("data.path", f"{cfg.task} trains from a dataset folder and this config names none",
+                          "resolve the config with `ssmbench eval` / `evaluate(data=...)`, or set -o data.path=PATH")
+    return cfg.data.path
