@@ -41,12 +41,11 @@ def is_folder_task(task: str) -> bool:
 
 def _full_config(task: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The task's full config dict (JSON primitives) for some of its values, as RunConfig stores it."""
-    from ..config import config_from_dict
+    from ..data.task_config import config_from_values
     from ..registry import get_task
     from .run_config import _jsonable
 
-    t = get_task(task)
-    return _jsonable(config_from_dict(t.Config, {**t.presets[t.default_preset].to_dict(), **values}).to_dict())
+    return _jsonable(config_from_values(get_task(task), dict(values))[0].to_dict())
 
 
 def folder_size(path: str | Path) -> int | None:
@@ -76,7 +75,8 @@ def generate_command(task: str, config: Mapping[str, Any], n: int | None = None,
         base = _full_config(task, t.presets[name].to_dict())
     for key, value in full.items():
         if base.get(key) != value:
-            parts += ["-o", f"{key}={json.dumps(value) if not isinstance(value, str) else value}"]
+            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+            parts += ["-o", f"{key}={text}"]
     if n:
         parts += ["--n", str(n)]
     return " ".join([*parts, "--out", str(root)])
@@ -132,7 +132,7 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
         if folder_config.get(key) != want:
             raise DatasetError(f"--data {path} holds {task} with {key} = {folder_config.get(key)!r}, not {want!r}",
                                f"pass a folder built with {key} = {want!r} "
-                               f"(`{generate_command(task, {**folder_config, key: want}, n_hint)}`), or drop the "
+                               f"(`{generate_command(task, dict(explicit), n_hint)}`), or drop the "
                                "option to train on this folder's data")
     data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.get("dataset_id"))
     return dataclasses.replace(cfg, task_config=folder_config, data=data_section)

@@ -1,0 +1,243 @@
+"""Folder-backed tasks end to end on the CPU: ListOps-Subtrees and Pathfinder runs on tiny dataset folders (metrics,
+Figures 2 and 3), the step -> (epoch, batch) feed and exact resume, DDP evaluation from a folder, and the one-line
+refusals (`--data` missing / of another task, size or version; no folder under the data root; a causal-only mixer on
+Pathfinder; CUDA out of memory).
+
+Oracles: the Figure-2 counts are recounted from the stored `node_height` / `node_op` / `targets` arrays with plain
+h5py; the training order is checked for exact cover per epoch and against a fresh process's view of the same steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import ssmbench
+from ssmbench.data.build import generate_dataset
+from ssmbench.data.task_config import resolve_config
+from ssmbench.errors import DatasetError, SsmbenchError
+from ssmbench.harness.evaluation import resolve_run_config, resume
+from ssmbench.harness.folder_feed import FolderSteps
+from ssmbench.harness.scoring import score_checkpoint
+
+TESTS = Path(__file__).resolve().parents[1]
+TINY = {"model.d_model": 8, "model.n_layers": 1, "model.d_state": 16, "train.steps": 20, "train.warmup_steps": 2,
+        "train.eval_every": 10, "train.log_every": 1, "train.batch_size": 4, "eval.test_samples": 8,
+        "eval.batch_size": 4, "eval.metric_batch_size": 4, "data.workers": 0}
+
+
+def _build(tmp_path_factory, task: str, **kwargs) -> Path:
+    _, config, _ = resolve_config(task, **kwargs)
+    out = tmp_path_factory.mktemp(task)
+    return generate_dataset(task, config, out=out, n=40, split={"train": 24, "val": 8, "test": 8},
+                            samples_per_shard=8, quiet=True).path
+
+
+@pytest.fixture(scope="module")
+def listops(tmp_path_factory) -> Path:
+    """ListOps-Subtrees, `short` preset (T = 2048): train 24 (3 shards), val 8, test 8."""
+    return _build(tmp_path_factory, "listops_subtrees", preset="short")
+
+
+@pytest.fixture(scope="module")
+def pathfinder(tmp_path_factory) -> Path:
+    """Pathfinder 32 x 32 (T = 1024): train 24 (3 shards), val 8, test 8."""
+    return _build(tmp_path_factory, "pathfinder", size=32)
+
+
+@pytest.fixture(scope="module")
+def listops_run(listops, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "listops"
+    return ssmbench.evaluate("dlr", "listops_subtrees", data=listops, out=out, quiet=True,
+                             overrides={**TINY, "eval.val_samples": 8})
+
+
+@pytest.fixture(scope="module")
+def pathfinder_run(pathfinder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "pathfinder"
+    return ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=out, quiet=True,
+                             overrides={**TINY, "eval.val_samples": 7})  # 7 of 8: a prefix, split 3 / 4 on 2 ranks
+
+
+def _stored(folder: Path, split: str, *fields: str) -> dict[str, np.ndarray]:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    parts: dict[str, list[np.ndarray]] = {f: [] for f in fields}
+    for shard in manifest["splits"][split]["shards"]:
+        with h5py.File(folder / shard["path"], "r") as f:
+            for name in fields:
+                parts[name].append(f[name][()])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def test_listops_run_writes_metrics_and_figure2(listops_run):
+    run = listops_run.run_dir
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["monitor"]["key"] == "accuracy" and metrics["monitor"]["mode"] == "max"
+    for split in ("val", "test"):
+        assert 0 <= metrics[split]["accuracy"] <= 1 and metrics[split]["n_samples"] == 8
+        assert metrics[split]["n_batches_batchavg"] == 2  # 8 samples in virtual batches of 4
+    assert (run / "plots" / "figure2_breakdown.png").read_bytes()[:4] == b"\x89PNG"
+    assert (run / "plots" / "learning_curves.png").exists()
+    assert listops_run.config.task_config["max_length"] == 2000  # the folder's config, not the default preset
+    log = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["split"] == "val"] == [10, 20]
+
+
+def test_figure2_counts_equal_a_direct_count_of_the_stored_fields(listops, listops_run):
+    metrics = json.loads((listops_run.run_dir / "metrics.json").read_text())
+    table = metrics["figure2"]
+    raw = _stored(listops, "val", "targets", "node_height", "node_op")
+    labelled = raw["targets"] != -100  # (8, 2048)
+    heights = np.bincount(raw["node_height"][labelled], minlength=16)
+    ops = np.bincount(raw["node_op"][labelled], minlength=4)
+    assert {h: v["total"] for h, v in table["by_height"].items()} == \
+        {str(h): int(c) for h, c in enumerate(heights) if c}
+    assert {op: v["total"] for op, v in table["by_operator"].items()} == \
+        {name: int(ops[i]) for i, name in enumerate(("MIN", "MAX", "MED", "SM")) if ops[i]}
+    trace = sum(metrics["val"]["confusion"][c][c] for c in range(10))
+    assert sum(v["correct"] for v in table["by_height"].values()) == trace
+    assert sum(v["correct"] for v in table["by_operator"].values()) == trace
+    assert sum(heights) == metrics["val"]["n"] == int(labelled.sum())
+
+
+def test_pathfinder_run_writes_macro_metrics_and_figure3(pathfinder_run):
+    run = pathfinder_run.run_dir
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["monitor"]["key"] == "macro_f1"
+    val = metrics["val"]
+    assert val["n"] == 7 * 1024 and len(val["confusion"]) == 3
+    assert {"macro_f1", "macro_accuracy", "macro_f1_batchavg", "macro_accuracy_batchavg"} <= set(val)
+    assert val["n_batches_batchavg"] == 1  # 7 samples, virtual batches of 4: the incomplete one dropped
+    assert (run / "plots" / "figure3_samples.png").read_bytes()[:4] == b"\x89PNG"
+    config = json.loads((run / "config.json").read_text())
+    assert config["model_overrides"]["bidirectional"] is True and config["data"]["dataset_id"]
+
+
+def test_training_order_covers_each_epoch_and_is_a_function_of_the_step(pathfinder):
+    one = FolderSteps(pathfinder, data_seed=3, batch_size=4)
+    assert one.steps_per_epoch == 6 and one.position(13) == (2, 1)
+    for epoch in range(3):
+        seen = np.concatenate([one.indices(s) for s in range(6 * epoch, 6 * epoch + 6)])
+        assert sorted(seen.tolist()) == list(range(24))
+    assert not np.array_equal(one.indices(0), one.indices(6))  # epochs are reshuffled
+    fresh = FolderSteps(pathfinder, data_seed=3, batch_size=4)  # a resumed process starting at step 15
+    assert np.array_equal(fresh.indices(15), one.indices(15))
+    ranks = [FolderSteps(pathfinder, data_seed=3, batch_size=4, rank=r, world_size=2) for r in range(2)]
+    assert ranks[0].steps_per_epoch == 6
+    both = np.concatenate([r.indices(s) for r in ranks for s in range(6)])
+    assert sorted(both.tolist()) == list(range(24))  # disjoint shares, together one epoch
+    batch = one[7]
+    assert batch["inputs"].dtype == torch.uint8 and torch.equal(batch["sample_index"], torch.from_numpy(one.indices(7)))
+
+
+def test_resumed_folder_run_sees_the_batches_of_an_uninterrupted_one(pathfinder, tmp_path):
+    keys = {**TINY, "eval.val_samples": 4, "eval.test_samples": 4, "train.steps": 14, "train.eval_every": 7,
+            "train.schedule_steps": 14}  # 6 steps per epoch: the resumed run crosses two epoch boundaries
+    full = ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "full", quiet=True, overrides=keys)
+    part = ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "part", quiet=True,
+                             overrides={**keys, "train.steps": 4, "data.workers": 1})  # stops mid-epoch 0
+    resume(part.run_dir, {"train.steps": 14}, quiet=True)
+    a = torch.load(full.run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    b = torch.load(part.run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+    def losses(run: Path) -> list:
+        return [(r["step"], r.get("loss")) for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+                if r["split"] == "train"]
+
+    assert losses(part.run_dir) == losses(full.run_dir) and len(losses(full.run_dir)) == 14
+
+
+def test_checkpoint_scoring_on_two_ranks_counts_every_folder_sample_once(pathfinder_run, tmp_path):
+    ckpt = pathfinder_run.run_dir / "checkpoints" / "best.pt"
+    one = score_checkpoint(ckpt, "val", out=tmp_path / "one", quiet=True).metrics["val"]
+    exe = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([str(exe), "--standalone", "--nproc-per-node=2", "--no-python", "ssmbench", "eval",
+                             "--checkpoint", str(ckpt), "--split", "val", "--out", str(tmp_path / "two"), "-q"],
+                            capture_output=True, text=True, env=env, timeout=300, cwd=tempfile.gettempdir())
+    assert result.returncode == 0, result.stderr[-3000:]
+    two = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert two["world_size"] == 2
+    assert two["val"]["confusion"] == one["confusion"] and two["val"]["n"] == 7 * 1024
+    assert two["val"]["macro_f1_batchavg"] == pytest.approx(one["macro_f1_batchavg"], rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------ refusals
+def ssmbench_cli(*args: str, data_root: Path | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("ssmbench")
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(TESTS)}
+    if data_root is not None:
+        env["SSMBENCH_DATA"] = str(data_root)
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tempfile.gettempdir())
+
+
+def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and result.stderr.startswith(("error:", "invalid option:")), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_data_folder_refusals(listops, pathfinder, tmp_path):
+    one_line_error(ssmbench_cli("eval", "--task", "pathfinder", "--data", str(tmp_path / "nowhere")),
+                   "no dataset folder there", "ssmbench generate pathfinder --size 128")
+    one_line_error(ssmbench_cli("eval", "--task", "pathfinder", "--data", str(listops)),
+                   "holds task 'listops_subtrees', not 'pathfinder'")
+    one_line_error(ssmbench_cli("eval", "--task", "pathfinder", "--size", "64", "--data", str(pathfinder)),
+                   "size = 32, not 64", "ssmbench generate pathfinder --size 64")
+    stale = shutil.copytree(pathfinder, tmp_path / "stale")
+    manifest = json.loads((stale / "manifest.json").read_text())
+    (stale / "manifest.json").write_text(json.dumps({**manifest, "task_version": "0"}))
+    one_line_error(ssmbench_cli("eval", "--task", "pathfinder", "--data", str(stale)), "version 0")
+    (tmp_path / "empty").mkdir()
+    one_line_error(ssmbench_cli("eval", "--task", "listops_subtrees", data_root=tmp_path / "empty"),
+                   "no listops_subtrees dataset folder", "ssmbench generate listops_subtrees --preset short --n 5000")
+    one_line_error(ssmbench_cli("eval", "--task", "cumsum", "--data", str(pathfinder)), "takes no dataset folder")
+
+
+def test_the_data_root_folder_is_found_by_task_size_and_version(pathfinder, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSMBENCH_DATA", str(pathfinder.parent))
+    cfg = resolve_run_config("dlr", "pathfinder", size=32, overrides=TINY)
+    assert cfg.data.path == str(pathfinder.resolve()) and cfg.task_config["size"] == 32
+    with pytest.raises(DatasetError, match="no pathfinder dataset folder") as caught:
+        resolve_run_config("dlr", "pathfinder", size=48, overrides=TINY)
+    assert f"ssmbench generate pathfinder --size 48 --n 2000 --out {pathfinder.parent}" in caught.value.hint
+
+
+def test_a_causal_only_mixer_on_pathfinder_is_refused_unless_forced(pathfinder, tmp_path):
+    args = ["eval", "--task", "pathfinder", "--data", str(pathfinder), "--model", "user_mixers:CumMeanMixer",
+            *sum((["-o", f"{k}={v}"] for k, v in TINY.items() if k not in ("model.d_state",)), []),
+            "-o", "eval.val_samples=4", "-o", "train.steps=3", "-o", "train.warmup_steps=1"]
+    one_line_error(ssmbench_cli(*args, "--out", str(tmp_path / "a")), "causal-only", "-o model.bidirectional=false")
+    assert not (tmp_path / "a").exists()
+    forced = ssmbench_cli(*args, "-o", "model.bidirectional=false", "--out", str(tmp_path / "b"), "-q")
+    assert forced.returncode == 0, forced.stderr
+    assert "not the paper's setting" in forced.stderr
+
+
+def test_cuda_out_of_memory_is_one_line_naming_the_batch_and_precision(pathfinder, tmp_path, monkeypatch):
+    import ssmbench.harness.trainer as trainer
+
+    def oom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.1 GiB total)")
+
+    monkeypatch.setattr(trainer, "train", oom)
+    with pytest.raises(SsmbenchError) as caught:
+        ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "oom", quiet=True,
+                          overrides={**TINY, "eval.val_samples": 4, "train.batch_size": 8})
+    err = caught.value
+    assert "CUDA out of memory" in err.message and "global batch 8" in err.message and "\n" not in err.message
+    assert "-o train.batch_size=4" in err.hint and "--precision bf16" in err.hint
