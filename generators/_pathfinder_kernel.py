@@ -18,13 +18,16 @@ import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
 from ._pathfinder_geom import draw_label, draw_max, undo_to  # noqa: E402
+from ._pathfinder_lanczos import label_path_reference  # noqa: E402
 from ._pathfinder_snake import (  # noqa: E402
-    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DL, HT, KFREE, KLAB, LEN, MARK_DIST, MARKER_I, MARKER_R,
-    MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip, seed_first_dash,
-    start_path, translate,
+    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
+    MARKER_I, MARKER_R, MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip,
+    seed_first_dash, start_path, translate,
 )
 
 META = 19
+REF_LEVEL = 0.5 / 255.0
+"""label_rule=reference: a pixel is on a path where its resized rendering is >= this times the rendering's maximum."""
 
 
 @njit(cache=True)
@@ -129,7 +132,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     nring = tables[6][mi]
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
-            tables[9][mi], tables[10][mi], tables[11][mi], tables[12])
+            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):
@@ -173,7 +176,10 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
         for j in range(nrec[k]):
             py, px, ang = int(rec[k, j, 0]), int(rec[k, j, 1]), rec[k, j, 2]
             maxd = max(maxd, draw_max(img, py, px, ang, ell, ht, 0.0, sub, aa, rho))
-            draw_label(lab, value, ip[KLAB], py, px, ang, ell, ht, sub, aa, rho)
+            if not ip[LABEL_REF]:
+                draw_label(lab, value, ip[KLAB], py, px, ang, ell, ht, sub, aa, rho)
+        if ip[LABEL_REF]:  # the rule only reads the finished geometry: no random draws depend on it
+            label_path_reference(lab, value, rec[k], nrec[k], ell, ht, sub, aa, ip[LZ_OFF], tables[13], REF_LEVEL)
     for d in range(nplaced):
         for j in range(dnrec[d]):
             maxd = max(maxd, draw_max(img, int(drec[d, j, 0]), int(drec[d, j, 1]), drec[d, j, 2], ell, ht, 0.0,

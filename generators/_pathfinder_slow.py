@@ -1,10 +1,13 @@
 """A straightforward Pathfinder implementation in plain NumPy/SciPy: the test oracle and the benchmark baseline.
 
-It follows the procedure of data_cards/pathfinder.md literally, with whole-image float arrays as the reference does: occupancy M in
-[0, 1], full-size margin images, a full grey dilation of M (scipy) for every extension, copies of (image, M) for
-each distractor attempt, and the available-tail set A computed by shifting the blocked map over the footprint.
-It shares nothing with the Numba kernels except the random stream protocol (the project RNG, drawn in the same
-order), so byte equality between the two is evidence that the fast kernels implement that procedure.
+It follows the procedure of data_cards/pathfinder.md literally, with whole-image float arrays as the reference does:
+occupancy M in [0, 1], full-size margin images, a full grey dilation of M (scipy) for every extension, copies of
+(image, M) for each distractor attempt, and the available-tail set A computed by shifting the blocked map over the
+free zone. Its Lanczos resizes (free zone, reference labels) use PIL's whole-canvas coefficient matrices
+(`_pathfinder_lanczos.resize_uint8` / `resize_float`, checked against Pillow in the tests), not the kernels'
+run-based interior taps. It shares nothing with the Numba kernels except the random stream protocol (the project
+RNG, drawn in the same order), so byte equality between the two is evidence that the fast kernels implement that
+procedure.
 
 Per image it costs seconds at 128 (like the reference), so tests use it on a handful of images.
 """
@@ -17,6 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
+from ._pathfinder_lanczos import free_zone, halo_superres, resize_float
 from ._rng import randint, rng_state, uniform
 
 REJECT_TRIES = 64
@@ -91,10 +95,24 @@ class SlowPathfinder:
         return self.c.marker_intensity * self.g.cov(p[0], p[1], 0.0, 0.0, 0.0, self.c.marker_radius)
 
     def footprint(self, theta: float) -> list[tuple[int, int]]:
+        """The free zone: offsets where the halo, resized as an 8-bit image by PIL's rule (matrices), is 255."""
         big = int(self.ell + self.ht + self.m) + 3
-        geo = _Geometry(2 * big + 1, self.c.aa)
-        counts = geo.counts(big, big, theta, self.ell, self.ht, float(self.m))
-        return [(int(y) - big, int(x) - big) for y, x in zip(*np.nonzero(counts == geo.full), strict=True)]
+        zone = free_zone(theta, self.ell, self.ht, self.m, self.c.aa, big)
+        return [(int(y) - big, int(x) - big) for y, x in zip(*np.nonzero(zone), strict=True)]
+
+    def reference_rendering(self, dashes: list) -> np.ndarray:
+        """(S, S): the maximum over dashes of each dash's super-sampled rendering, Lanczos-resized (PIL's rule)."""
+        S = self.S
+        out = np.zeros((S, S))
+        k = math.ceil(self.ell + self.ht) + 4  # the shape stays 4 px (> the 3 px filter reach) from the canvas edge
+        n = 2 * k + 1
+        for q, ang in dashes:
+            small = resize_float(halo_superres(ang, self.ell, self.ht, 0.0, self.c.aa, -k, k), n, n)
+            y0, x0 = q[0] - k, q[1] - k
+            ya, yb, xa, xb = max(y0, 0), min(y0 + n, S), max(x0, 0), min(x0 + n, S)
+            if ya < yb and xa < xb:
+                out[ya:yb, xa:xb] = np.maximum(out[ya:yb, xa:xb], small[ya - y0:yb - y0, xa - x0:xb - x0])
+        return out
 
     def sample_tail(self, M: np.ndarray, band: int, foot: list[tuple[int, int]]) -> tuple[int, int] | None:
         S = self.S
@@ -286,7 +304,12 @@ class SlowPathfinder:
         mask = np.zeros((S, S), dtype=np.uint8)
         for s in range(2):
             value = 2 if (connected and s == origin) else 1
-            mask = np.maximum(mask, np.where(cover[s] >= self.lmc, value, 0).astype(np.uint8))
+            if c.label_rule == "reference":
+                rendering = self.reference_rendering(paths[s]["dashes"])
+                on = (rendering >= (0.5 / 255.0) * rendering.max()) & (rendering.max() > 0.0)
+            else:
+                on = cover[s] >= self.lmc
+            mask = np.maximum(mask, np.where(on, value, 0).astype(np.uint8))
         meta = dict(label=connected, origin_index=origin, terminal_index=terminal,
                     tips=[[list(origin_tips[s]), list(terminal_tips[s])] for s in range(2)],
                     marker_centres=[list(centres[0]), list(centres[1])], margin=self.m, n_distractors=placed,

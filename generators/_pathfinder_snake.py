@@ -15,7 +15,7 @@ Halo coverage comes from the per-config templates of `_pathfinder_tables`, one p
 Path state `ps[k]`: 0-1 pivot (y, x), 2 orientation, 3-4 tip (y, x), 5-7 pending dash (tail y, tail x, angle),
 8 the pending dash's template id. Dash records `rec[k, j]`: tail y, tail x, angle, pivot y, pivot x.
 `tabs` (per image, for its margin): ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl,
-seed_tpl, spans, big.
+seed_tpl, zone runs, zone run counts.
 """
 
 from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
@@ -31,7 +31,7 @@ from ._pathfinder_geom import commit_template, template_fits  # noqa: E402
 
 # int parameters (ip)
 SIZE, AA, PAD, SEED_DIST, CL, DL, ND, SEED_TRIALS, DASH_TRIALS, DIST_ATTEMPTS, MAX_PAIR, KFREE, KOVER, KLAB, \
-    MARK_DIST, COMMIT_LAST, REJECT_TRIES = range(17)
+    MARK_DIST, COMMIT_LAST, REJECT_TRIES, LABEL_REF, LZ_OFF = range(19)
 # float parameters (fp)
 LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO = range(8)
 
@@ -174,17 +174,18 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
 
 
 @njit(cache=True)
-def tail_available(occ, kfree, band, py, px, lo, hi, big):
-    """Is p in A: every in-image pixel of p + F_theta free in B (= occ with a `band`-wide frame set to 1)?"""
+def tail_available(occ, kfree, band, py, px, zone, nz):
+    """Is p in A: every in-image pixel of p + F_theta free in B (= occ with a `band`-wide frame set to 1)?
+
+    F_theta is given as nz runs zone[j] = (dy, lo, hi): offsets (dy, lo ... hi).
+    """
     size = occ.shape[0]
-    for r in range(2 * big + 1):
-        if lo[r] > hi[r]:
-            continue
-        y = py + r - big
+    for j in range(nz):
+        y = py + zone[j, 0]
         if y < 0 or y >= size:
             continue
-        xa = max(px + lo[r], 0)
-        xb = min(px + hi[r], size - 1)
+        xa = max(px + zone[j, 1], 0)
+        xb = min(px + zone[j, 2], size - 1)
         if xa > xb:
             continue
         if y < band or y >= size - band or xa < band or xb >= size - band:
@@ -196,7 +197,7 @@ def tail_available(occ, kfree, band, py, px, lo, hi, big):
 
 
 @njit(cache=True)
-def sample_tail(occ, kfree, band, pad, lo, hi, big, tries, rng, out):
+def sample_tail(occ, kfree, band, pad, zone, nz, tries, rng, out):
     """Uniform tail from A: rejection from the free-frame rectangle, then exact enumeration. False if A is empty."""
     size = occ.shape[0]
     b = max(band, pad, 0)
@@ -207,21 +208,21 @@ def sample_tail(occ, kfree, band, pad, lo, hi, big, tries, rng, out):
         idx = randint(rng, h * h)
         py = b + idx // h
         px = b + idx % h
-        if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+        if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, zone, nz):
             out[0] = py
             out[1] = px
             return True
     count = 0
     for py in range(b, size - b):
         for px in range(b, size - b):
-            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, zone, nz):
                 count += 1
     if count == 0:
         return False
     j = randint(rng, count)
     for py in range(b, size - b):
         for px in range(b, size - b):
-            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, lo, hi, big):
+            if occ[py, px] <= kfree and tail_available(occ, kfree, band, py, px, zone, nz):
                 if j == 0:
                     out[0] = py
                     out[1] = px
@@ -256,14 +257,14 @@ def seed_first_dash(occ, kfree, band, m, ip, fp, tabs, rng, out):
 
     Returns 1 on success, 0 if every trial left the image, -1 if A was empty (the attempt fails).
     """
-    spans, big = tabs[12], tabs[13]
+    runs, nruns = tabs[12], tabs[13]
     size = ip[SIZE]
     ell = fp[LEN]
     tail = np.empty(2, dtype=np.int64)
     for _ in range(ip[SEED_TRIALS]):
         deg = randint(rng, 360) - 180
-        lo, hi = spans[deg + 180, 0], spans[deg + 180, 1]
-        if not sample_tail(occ, kfree, band, ip[PAD], lo, hi, big, ip[REJECT_TRIES], rng, tail):
+        if not sample_tail(occ, kfree, band, ip[PAD], runs[deg + 180], nruns[deg + 180], ip[REJECT_TRIES], rng,
+                           tail):
             return -1
         theta = deg * DEG
         hy, hx = translate(tail[0], tail[1], theta, ell)

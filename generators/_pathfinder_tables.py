@@ -5,11 +5,11 @@ number of degrees, and an extension dash starting at candidate q points back at 
 flip(atan2(q - P)) with q - P an integer offset on the candidate ring. Its halo coverage (integer sub-sample
 counts) is therefore precomputed here as a dense template per orientation, with exactly the arithmetic of
 `_pathfinder_geom.pixel_count` on the same float angle, so committing or testing a halo is a table blit instead of
-a rasterisation. The footprint F_theta of every integer degree (the fully covered offsets) is derived from the
-same templates.
+a rasterisation. The free zone F_theta of every integer degree (the offsets where the halo, Lanczos-resized as
+the reference's 8-bit image, is 255: `_pathfinder_lanczos.free_zones`) is stored as runs of offsets.
 
 Tables per margin m (index mi in `margin_list`): candidate ring offsets in (y, x) order, atan2 of integer offsets,
-disk half-widths, template ids of ring offsets and of the 360 degrees, and footprint row spans.
+disk half-widths, template ids of ring offsets and of the 360 degrees, and free-zone runs with their counts.
 """
 
 from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from ._pathfinder_geom import max_subsample_distance, pixel_count, subsample_offsets  # noqa: E402
+from ._pathfinder_lanczos import free_zones  # noqa: E402
 
 DEG = math.pi / 180.0
 
@@ -76,24 +77,24 @@ def _build(thetas, length, ht, rad, sub, aa, rho, pool, meta):
     return pos
 
 
-@njit(cache=True)
-def _footprints(pool, meta, first, full, big, spans):
-    """Row spans of the fully covered offsets of templates first .. first + 359 (the integer degrees)."""
-    for d in range(360):
-        pos, y0, x0, h, w = meta[first + d, 0], meta[first + d, 1], meta[first + d, 2], meta[first + d, 3], \
-            meta[first + d, 4]
+def zone_runs(zones: np.ndarray, big: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each free zone as runs of offsets: (runs (n, R, 3) of (dy, lo, hi), counts (n,)); dy, lo, hi in [-big, big].
+
+    A row may hold several runs: where the halo's edge runs along the pixel grid, Lanczos overshoot makes the
+    outermost pixels 255 while the next ones inside stay below it (the reference's struct has the same gaps).
+    """
+    found: list[list[tuple[int, int, int]]] = []
+    for d in range(zones.shape[0]):
+        runs = []
         for r in range(2 * big + 1):
-            spans[d, 0, r] = 1
-            spans[d, 1, r] = 0
-        for yy in range(h):
-            r = y0 + yy + big
-            started = False
-            for xx in range(w):
-                if pool[pos + yy * w + xx] == full:
-                    if not started:
-                        spans[d, 0, r] = x0 + xx
-                        started = True
-                    spans[d, 1, r] = x0 + xx
+            row = np.concatenate([[False], zones[d, r], [False]]).astype(np.int8)
+            edges = np.flatnonzero(np.diff(row))
+            runs += [(r - big, int(a) - big, int(b) - 1 - big) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        found.append(runs)
+    out = np.zeros((zones.shape[0], max(1, max(len(r) for r in found)), 3), dtype=np.int64)
+    for d, runs in enumerate(found):
+        out[d, :len(runs)] = runs
+    return out, np.array([len(r) for r in found], dtype=np.int64)
 
 
 def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, ...], aa: int) -> tuple:
@@ -112,7 +113,7 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
     hw = np.zeros((nm, max(margins) + 1), dtype=np.int64)
     ring_tpl = np.full((nm, width, width), -1, dtype=np.int64)
     seed_tpl = np.zeros((nm, 360), dtype=np.int64)
-    spans = np.zeros((nm, 360, 2, 2 * big + 1), dtype=np.int64)
+    zone_list = []
     pools, metas, base = [], [], 0
     for i, (m, (ys, xs)) in enumerate(zip(margins, rings, strict=True)):
         ring_y[i, :len(ys)] = ys
@@ -135,11 +136,15 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
         meta = np.zeros((len(thetas), 5), dtype=np.int64)
         used = _build(np.array(thetas), float(dash_length), float(half_thickness), float(m), sub, aa, rho, pool,
                       meta)
-        _footprints(pool, meta, 0, aa * aa, big, spans[i])
+        zone_list.append(zone_runs(free_zones(np.array(thetas[:360]), dash_length, half_thickness, m, aa, big), big))
         meta[:, 0] += sum(len(p) for p in pools)
         pools.append(pool[:used])
         metas.append(meta)
         base += len(thetas)
+    nrun = max(z[0].shape[1] for z in zone_list)
+    runs = np.zeros((nm, 360, nrun, 3), dtype=np.int64)
+    for i, z in enumerate(zone_list):
+        runs[i, :, :z[0].shape[1]] = z[0]
     return (ring_y, ring_x, order, atan_tab, np.array(r1s, dtype=np.int64), hw,
             np.array([len(r[0]) for r in rings], dtype=np.int64), np.concatenate(pools), np.concatenate(metas),
-            ring_tpl, seed_tpl, spans, big)
+            ring_tpl, seed_tpl, runs, np.stack([z[1] for z in zone_list]))

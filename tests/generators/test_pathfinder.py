@@ -14,7 +14,7 @@ import pytest
 
 from ssmbench.config import canonical_json, config_from_dict
 from ssmbench.errors import ConfigError
-from ssmbench.generators import _pathfinder_geom, _pathfinder_stats, pathfinder
+from ssmbench.generators import _pathfinder_geom, _pathfinder_lanczos, _pathfinder_stats, pathfinder
 from ssmbench.generators._pathfinder_slow import SlowPathfinder, _Geometry
 from ssmbench.generators._pathfinder_stats import GOLDEN, GOLDEN_TOLERANCE, statistics_markdown
 from ssmbench.generators.pathfinder import PRESETS, Pathfinder, PathfinderConfig, generate_with_geometry
@@ -43,7 +43,7 @@ FIELDS = ("inputs", "targets", "label", "origin_index", "terminal_index", "tips"
 
 
 def keys(config, n, split="train", start=0, seed=0):
-    return keys_for("pathfinder", "1", config.to_dict(), seed, split, start, start + n)
+    return keys_for("pathfinder", TASK.version, config.to_dict(), seed, split, start, start + n)
 
 
 def test_presets_are_the_papers_settings():
@@ -53,7 +53,7 @@ def test_presets_are_the_papers_settings():
         assert (cfg.padding, cfg.seed_trials, cfg.dash_trials, cfg.distractor_attempts) == (1, 3, 3, 5)
         assert (cfg.occupied_threshold, cfg.overlap_threshold, cfg.min_free_fraction) == (0.3, 1.8, 0.01)
         assert cfg.max_pair_attempts == 10000 and cfg.mark_distractors and not cfg.commit_last_dash_of_path0
-        assert cfg.label_min_coverage is None and cfg.marker_intensity == 1.0
+        assert cfg.label_min_coverage is None and cfg.marker_intensity == 1.0 and cfg.label_rule == "coverage"
     assert PathfinderConfig() == PRESETS["128"] and TASK.default_preset == "128" and TASK.default_n == 100_000
     assert dict(TASK.default_split) == {"train": 0.8, "val": 0.1, "test": 0.1} and TASK.preset_option == "size"
     from ssmbench.data.task_config import nearest_size_preset
@@ -68,7 +68,7 @@ def test_config_round_trips_and_validation():
     assert PathfinderConfig(margin_list=[3, 2], dash_length=5).margin_list == (3, 2)
     bad = {"size": 90, "aa": 0, "margin_list": (), "contour_length": 0, "occupied_threshold": 1.0,
            "snake_contrast": 1.5, "label_min_coverage": 0.0, "max_pair_attempts": 70000, "dash_thickness": -1.0,
-           "mark_distractors": 1}
+           "mark_distractors": 1, "label_rule": "halo"}
     for field, value in bad.items():
         with pytest.raises(ConfigError) as err:
             dataclasses.replace(PRESETS["128"], **{field: value})
@@ -271,7 +271,7 @@ def test_statistics_and_card_markdown():
 
 
 def test_worked_examples_run():
-    for module in (pathfinder, _pathfinder_stats, _pathfinder_geom):
+    for module in (pathfinder, _pathfinder_stats, _pathfinder_geom, _pathfinder_lanczos):
         result = doctest.testmod(module, raise_on_error=False, verbose=False)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 

@@ -44,10 +44,11 @@ def test_disk_covers_its_centre_and_has_the_right_area():
 
 @pytest.mark.parametrize("size", ["128", "256", "512"])
 def test_templates_and_footprints_match_the_plain_rasteriser(size):
-    """Every precomputed halo template equals the whole-image implementation's coverage at that angle."""
+    """Every precomputed halo template equals the whole-image implementation's coverage at that angle, and every
+    free zone its free zone."""
     cfg = PRESETS[size]
     _, _, margins, _, tables = kernel_params(cfg)
-    pool, meta, ring_tpl, seed_tpl, spans, big = tables[7], tables[8], tables[9], tables[10], tables[11], tables[12]
+    pool, meta, ring_tpl, seed_tpl, runs, nruns = tables[7], tables[8], tables[9], tables[10], tables[11], tables[12]
     slow = SlowPathfinder(cfg)
     g = _Geometry(2 * 60 + 1, cfg.aa)
     rng = np.random.default_rng(0)
@@ -66,8 +67,8 @@ def test_templates_and_footprints_match_the_plain_rasteriser(size):
             got = np.zeros_like(want)
             got[60 + y0:60 + y0 + h, 60 + x0:60 + x0 + w] = pool[pos:pos + h * w].reshape(h, w)
             np.testing.assert_array_equal(got, want)
-        for d in degs[:4]:  # footprint row spans = the whole-image implementation's fully covered offsets
+        for d in degs[:4]:  # free-zone runs = the whole-image implementation's free zone (PIL matrices)
             foot = set(slow.footprint(d * math.pi / 180))
-            lo, hi = spans[mi, d + 180]
-            ours = {(r - big, x) for r in range(2 * big + 1) for x in range(lo[r], hi[r] + 1)}
-            assert ours == foot and (0, 0) in ours
+            zone = runs[mi, d + 180, :nruns[mi, d + 180]]
+            ours = {(int(dy), x) for dy, lo, hi in zone for x in range(lo, hi + 1)}
+            assert ours == foot and (0, 0) in ours and len(ours) == sum(hi - lo + 1 for _, lo, hi in zone)
