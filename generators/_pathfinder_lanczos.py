@@ -36,6 +36,8 @@ from . import _rng  # noqa: F401  (sets NUMBA_DISABLE_INTEL_SVML before numba is
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
+from ._pathfinder_geom import row_span  # noqa: E402
+
 SUPPORT = 3.0
 PRECISION_BITS = 32 - 8 - 2
 """PIL's fixed-point precision for 8-bit images."""
@@ -174,13 +176,21 @@ def shape_resized(py, px, theta, length, ht, rad, sub, aa, off, cum, fixed, oy0,
     r0 = oy0 * aa + off  # global super-sample index of the window's first row / column
     c0 = ox0 * aa + off
     horiz = np.zeros((rows, w), dtype=np.float64)
+    touched = np.empty((rows, 2), dtype=np.int64)  # output columns [lo, hi] each row reaches (lo > hi: none)
     for r in range(rows):
         gy = r0 + r
         fy = float(gy // aa - py) + sub[gy % aa]
+        touched[r, 0] = w
+        touched[r, 1] = -1
+        # super-sample columns that can be inside: a conservative span from the grown rectangle (the point test
+        # below decides), converted from offsets to the window's columns
+        lo, hi = row_span(fy, s, c, length, ht, rad + 1e-6)
+        qa = max(0, (px + lo - 1) * aa - c0)
+        qb = min(cols, (px + hi + 2) * aa - c0)
         start = -1
-        for q in range(cols + 1):
+        for q in range(qa, qb + 1):
             inside = False
-            if q < cols:
+            if q < qb:
                 gx = c0 + q
                 fx = float(gx // aa - px) + sub[gx % aa]
                 a = fy * s + fx * c
@@ -198,6 +208,8 @@ def shape_resized(py, px, theta, length, ht, rad, sub, aa, off, cum, fixed, oy0,
                     k0 = max(start - x * aa, 0)
                     k1 = min(last - x * aa, nt - 1)
                     horiz[r, x] += cum[k1 + 1] - cum[k0]
+                touched[r, 0] = min(touched[r, 0], xa)
+                touched[r, 1] = max(touched[r, 1], xb)
                 start = -1
         if fixed:
             for x in range(w):
@@ -205,8 +217,17 @@ def shape_resized(py, px, theta, length, ht, rad, sub, aa, off, cum, fixed, oy0,
     wt = np.empty(nt, dtype=np.float64)
     for k in range(nt):
         wt[k] = cum[k + 1] - cum[k]
+    zero = _clip8(0.0) if fixed else 0.0
     for y in range(h):
+        xa = w
+        xb = -1
+        for k in range(nt):
+            xa = min(xa, touched[y * aa + k, 0])
+            xb = max(xb, touched[y * aa + k, 1])
         for x in range(w):
+            if x < xa or x > xb:  # no inside sample within reach: the rows hold zeros here
+                out[y, x] = zero
+                continue
             acc = 0.0
             for k in range(nt):
                 acc += wt[k] * horiz[y * aa + k, x]
