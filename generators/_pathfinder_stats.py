@@ -107,5 +107,5 @@ def statistics_markdown(config: Any, stats: Mapping[str, Mapping[str, Any]], pre
             out += [f"The reference generator gives {' / '.join(_pct(r) for r in ref)}: its masks also label a faint "
                     f"resampling halo around every dash, so expect fewer class-1/2 pixels here. Scores on these "
                     f"masks are not comparable with the paper's Table 3; for masks like the reference's, generate "
-                    f"with `-o label_rule=reference` (the images are the same).", ""]
+                    f"with `-o label_rule=reference` (images drawn the same way).", ""]
     return "\n".join(out)
