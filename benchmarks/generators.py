@@ -113,7 +113,7 @@ def _peak_rss_mib() -> float:
 def _keys(task, config, start: int, stop: int) -> np.ndarray:
     from ssmbench.seeding import keys_for
 
-    return keys_for(task.name, task.version, config.to_dict(), 0, "train", start, stop)
+    return keys_for(task.name, task.version, config.to_dict(), 0, "train", start, stop, task.stream_exempt)
 
 
 def _nbytes(out: dict) -> int:

@@ -48,7 +48,7 @@ TARGET_MS = {128: 46.0, 256: 120.0, 512: 140.0}
 
 
 def _keys(cfg, start: int, stop: int) -> np.ndarray:
-    return keys_for("pathfinder", Pathfinder.version, cfg.to_dict(), 0, "train", start, stop)
+    return keys_for("pathfinder", Pathfinder.version, cfg.to_dict(), 0, "train", start, stop, Pathfinder.stream_exempt)
 
 
 def per_image_cpu(task: Pathfinder, cfg, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -168,7 +168,7 @@ def _median_per_call(fn, calls: int, reps: int) -> float:
 def _keys(task: Any, config: Any, split: str, start: int, stop: int) -> np.ndarray:
     from ssmbench.seeding import keys_for
 
-    return keys_for(task.name, task.version, config.to_dict(), 0, split, start, stop)
+    return keys_for(task.name, task.version, config.to_dict(), 0, split, start, stop, task.stream_exempt)
 
 
 def _ssmbench_per_sample(task: Any, config: Any, n: int, reps: int, split: str = "train") -> float:

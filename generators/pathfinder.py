@@ -278,6 +278,8 @@ class Pathfinder(Task[PathfinderConfig]):
     card_preview: ClassVar[bool] = True
     """finalize writes preview.png (images beside their masks) into the dataset folder and the card shows it."""
     hf_task_category: ClassVar[str] = "image-segmentation"
+    stream_exempt: ClassVar[tuple[str, ...]] = ("label_rule",)
+    """The label rule draws nothing: folders of either rule hold the same images."""
 
     def spec(self, config: PathfinderConfig) -> Spec:
         s = config.size

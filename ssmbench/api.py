@@ -141,6 +141,9 @@ class Task(abc.ABC, Generic[C]):
     Candidates are drawn on the split "candidates" and written under `.build/`; survivors are assigned in candidate
     order to train, val and test, and the task's Spec must have an int64 `candidate_index` field.
     """
+    stream_exempt: ClassVar[tuple[str, ...]] = ()
+    """Config fields left out of the sample keys: they change how targets are labelled and never a random draw, so
+    datasets that differ only in them hold the same inputs (Pathfinder's `label_rule`)."""
     dedup_fields: ClassVar[tuple[str, ...]] = ()
     """The fields `dedup_hashes` reads from candidate shards; empty: every field of the Spec but `candidate_index`."""
 

@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -45,11 +45,16 @@ def splitmix64_array(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def stream_id(task: str, version: str, config: Mapping[str, Any]) -> int:
-    """The uint64 stream of a (task, version, config): first 8 bytes of sha256 of its canonical JSON."""
+def stream_id(task: str, version: str, config: Mapping[str, Any], exempt: Iterable[str] = ()) -> int:
+    """The uint64 stream of a (task, version, config): first 8 bytes of sha256 of its canonical JSON.
+
+    `exempt` names config fields left out (the task's `stream_exempt`: they change only how targets are labelled,
+    so datasets that differ only there share their samples' keys).
+    """
     from .config import canonical_json
 
-    digest = hashlib.sha256(canonical_json({"task": task, "version": version, "config": dict(config)})).digest()
+    kept = {k: v for k, v in dict(config).items() if k not in set(exempt)}
+    digest = hashlib.sha256(canonical_json({"task": task, "version": version, "config": kept})).digest()
     return int.from_bytes(digest[:8], "little")
 
 
@@ -70,9 +75,9 @@ def sample_keys(stream: int, split: str, start: int, stop: int, root_seed: int =
 
 
 def keys_for(task: str, version: str, config: Mapping[str, Any], root_seed: int, split: str,
-             start: int, stop: int) -> np.ndarray:
+             start: int, stop: int, exempt: Iterable[str] = ()) -> np.ndarray:
     """Keys of samples [start, stop) of one split of one (task, version, config, root seed)."""
-    return sample_keys(stream_id(task, version, config), split, start, stop, root_seed)
+    return sample_keys(stream_id(task, version, config, exempt), split, start, stop, root_seed)
 
 
 def fixed_key(task: str, version: str, config: Mapping[str, Any]) -> int:

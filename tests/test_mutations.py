@@ -237,7 +237,8 @@ def test_pathfinder_statistics_cover_the_whole_split(tmp_path):
 
     task, config = get_task("pathfinder"), tiny_config("pathfinder")
     result = generate_dataset("pathfinder", config, out=tmp_path, n=20, samples_per_shard=4)
-    train = task.generate(config, keys_for("pathfinder", task.version, config.to_dict(), 0, "train", 0, 16))
+    train = task.generate(config, keys_for("pathfinder", task.version, config.to_dict(), 0, "train", 0, 16,
+                                           task.stream_exempt))
     stats = result.manifest["statistics"]["train"]
     assert len(result.manifest["splits"]["train"]["shards"]) == 4
     assert sum(stats["connected"]) == 16 and sum(stats["class_pixels"]) == 16 * 32 * 32

@@ -158,7 +158,8 @@ def _write_shard(folder: Path, target: Path, plan: BuildPlan, shard: ShardSpec, 
                              [k for k in spec.fields if k != "candidate_index"])
             rows["candidate_index"] = ids.astype(np.int64)
             return rows
-        rows = task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, shard.split, lo, hi))
+        rows = task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, shard.split, lo, hi,
+                                              task.stream_exempt))
         if shard.split == "candidates" and "candidate_index" in rows:
             rows["candidate_index"] = np.arange(lo, hi, dtype=np.int64)
         return rows
@@ -388,7 +389,8 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
         return 0
     if not svml_in_use():  # compile here once (filling Numba's cache for the workers), never with SVML on
         task, config = _config_of(plan)
-        task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1))
+        task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1,
+                                       task.stream_exempt))
     desc = "candidates" if todo[0].split == "candidates" else f"generate {plan.name}"
     bar = tqdm(total=sum(s.stop - s.start for s in todo), unit="sample", desc=desc, disable=quiet,
                file=sys.stderr, dynamic_ncols=True)

@@ -77,7 +77,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     """
     spec = task.spec(config)
     k = probe or int(np.clip(PROBE_BYTES // (2 * max(spec.bytes_per_sample(), 1)), 8, 64))
-    keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k)
+    keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k, task.stream_exempt)
     task.generate(config, keys[:1])  # compile outside the timing
     t0 = time.perf_counter()
     block = task.generate(config, keys)

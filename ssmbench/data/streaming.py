@@ -58,7 +58,8 @@ class TaskStream:
 
     def samples(self, split: str, start: int, stop: int) -> dict[str, np.ndarray]:
         """Samples [start, stop) of a split, with their `sample_id`."""
-        keys = keys_for(self.task.name, self.task.version, self._cfg, self.seed, split, start, stop)
+        keys = keys_for(self.task.name, self.task.version, self._cfg, self.seed, split, start, stop,
+                        self.task.stream_exempt)
         out = self.task.generate(self.config, keys)
         out["sample_id"] = np.arange(start, stop, dtype=np.int64)
         return out

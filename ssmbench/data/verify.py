@@ -193,7 +193,8 @@ def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: i
         split, shard = shards[int(rng.integers(len(shards)))]
         i = int(rng.integers(shard["sample_start"], shard["sample_stop"]))
         fresh = task.generate(config, keys_for(manifest["task"], manifest["task_version"], manifest["config"],
-                                               manifest["seeding"]["root_seed"], split, i, i + 1))
+                                               manifest["seeding"]["root_seed"], split, i, i + 1,
+                                               task.stream_exempt))
         with h5py.File(root / shard["path"], "r", locking=False) as h5:
             for name, arr in fresh.items():
                 if not np.array_equal(h5[name][i - shard["sample_start"]], arr[0]):

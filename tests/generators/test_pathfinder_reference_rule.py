@@ -36,7 +36,7 @@ def _ref(config):
 
 
 def keys(config, n, split="train", start=0):
-    return keys_for("pathfinder", TASK.version, config.to_dict(), 0, split, start, start + n)
+    return keys_for("pathfinder", TASK.version, config.to_dict(), 0, split, start, start + n, TASK.stream_exempt)
 
 
 def _pil():
@@ -131,6 +131,27 @@ def test_free_zone_size_matches_the_reference(size):
         old = np.mean([(geo.counts(big, big, t, cfg.dash_length, ht, m) == cfg.aa ** 2).sum() for t in thetas])
         assert 0.9 <= ours / ref <= 1.15, (m, ours, ref)
         assert old / ref >= 1.15, (m, old, ref)
+
+
+def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
+    """label_rule is left out of the sample keys: two built folders differ only in their masks."""
+    import h5py
+
+    from ssmbench.data.build import generate_dataset
+    from ssmbench.data.task_config import resolve_config
+
+    arrays = {}
+    for rule in ("coverage", "reference"):
+        _, config, _ = resolve_config("pathfinder", size=32, overrides=[f"label_rule={rule}"])
+        folder = generate_dataset("pathfinder", config, out=tmp_path / rule, n=10, quiet=True).path
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert manifest["config"]["label_rule"] == rule
+        shard = manifest["splits"]["train"]["shards"][0]["path"]
+        with h5py.File(folder / shard, "r") as h5:
+            arrays[rule] = {name: h5[name][()] for name in ("inputs", "targets", "label")}
+    cov, ref = arrays["coverage"], arrays["reference"]
+    assert np.array_equal(cov["inputs"], ref["inputs"]) and np.array_equal(cov["label"], ref["label"])
+    assert not np.array_equal(cov["targets"], ref["targets"])
 
 
 def test_label_rule_changes_only_the_targets():
