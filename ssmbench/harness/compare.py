@@ -1,7 +1,8 @@
 """`ssmbench compare RUN...`: a results table across finished runs, laid out like the DLR paper's Table 1.
 
 Rows are tasks, columns are (model, layers, L) with the parameter count; each cell shows the exact test R² and the
-paper's per-batch-averaged validation R² (the number Table 1 prints). The last row gives the median time per
+paper's per-batch-averaged validation R² (the number Table 1 prints), or for ListOps the exact and per-batch test
+token accuracy and for Pathfinder the test macro-F1 and macro accuracy (Table 3). The last row gives the median time per
 training step relative to the 1-layer DLR run at the same L on the same device, when such runs are present.
 `compare` reads only `config.json` and `metrics.json` of each run.
 
@@ -46,9 +47,18 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
             "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
             "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
-            "cells": {"r2": m["test"].get("r2"), "r2_batchavg": m["val"].get("r2_batchavg"),
-                      "val_r2": m["val"].get("r2")}})
+            "cells": _scores(m)})
     return runs
+
+
+def _scores(m: dict[str, Any]) -> dict[str, Any]:
+    """A cell's numbers: regression R² (Table 1), or the classification scores of the paper's Table 3 (test)."""
+    test = m["test"]
+    if "macro_f1_batchavg" in test:  # Pathfinder (segmentation): test macro-F1 / macro accuracy
+        return {"label": "F1/acc", "a": test.get("macro_f1"), "b": test.get("macro_accuracy")}
+    if "accuracy_batchavg" in test:  # ListOps: exact / per-batch test token accuracy
+        return {"label": "acc", "a": test.get("accuracy"), "b": test.get("accuracy_batchavg")}
+    return {"r2": test.get("r2"), "r2_batchavg": m["val"].get("r2_batchavg"), "val_r2": m["val"].get("r2")}
 
 
 def _column(run: dict[str, Any]) -> tuple[str, Any, Any]:
@@ -83,6 +93,8 @@ def _cell(c: dict[str, Any] | None) -> str:
     if not c:
         return "-"
     f = lambda v: "nan" if v is None or v != v else f"{v:.3f}"  # noqa: E731
+    if "label" in c:
+        return f"{c['label']} {f(c.get('a'))} / {f(c.get('b'))}"
     return f"{f(c.get('r2'))} / {f(c.get('r2_batchavg'))}"
 
 
@@ -108,6 +120,8 @@ def render_markdown(table: dict[str, Any]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in [*rows, times]]
     out.append("")
-    out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric).")
+    out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric); "
+               "ListOps: exact / per-batch test token accuracy; Pathfinder: test macro-F1 / macro accuracy "
+               "(Table 3's metrics).")
     return "\n".join(out)
 
