@@ -110,6 +110,17 @@ def test_figure2_counts_equal_a_direct_count_of_the_stored_fields(listops, listo
     assert sum(heights) == metrics["val"]["n"] == int(labelled.sum())
 
 
+def test_lra_listops_scores_one_label_per_expression(tmp_path_factory):
+    folder = _build(tmp_path_factory, "listops")
+    r = ssmbench.evaluate("dlr", "listops", data=folder, out=tmp_path_factory.mktemp("runs") / "lra", quiet=True,
+                          overrides={**TINY, "train.steps": 4, "train.eval_every": 4, "eval.val_samples": 8})
+    for split in ("val", "test"):
+        scores = r.metrics[split]
+        assert scores["n"] == scores["n_samples"] == 8  # token accuracy is sequence accuracy
+        assert scores["accuracy"] == pytest.approx(sum(scores["confusion"][c][c] for c in range(10)) / 8)
+    assert r.metrics["monitor"]["key"] == "accuracy" and "figure2" not in r.metrics
+
+
 def test_pathfinder_run_writes_macro_metrics_and_figure3(pathfinder_run):
     run = pathfinder_run.run_dir
     metrics = json.loads((run / "metrics.json").read_text())
