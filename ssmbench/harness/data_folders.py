@@ -134,8 +134,18 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
                                f"pass a folder built with {key} = {want!r} "
                                f"(`{generate_command(task, dict(explicit), n_hint)}`), or drop the "
                                "option to train on this folder's data")
+    _warn_if_not_comparable(cfg, path, folder_config)
     data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.get("dataset_id"))
     return dataclasses.replace(cfg, task_config=folder_config, data=data_section)
+
+
+def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, Any]) -> None:
+    """One line when a paper-preset Pathfinder run trains on masks other than the reference's (Table 3's)."""
+    rule = folder_config.get("label_rule")
+    if cfg.task == "pathfinder" and cfg.preset.startswith("dlr_paper/") and rule != "reference":
+        command = generate_command("pathfinder", {**folder_config, "label_rule": "reference"}, root=path.parent)
+        log.warning("%s has %s masks (config.label_rule): its scores are not comparable with the paper's Table 3; "
+                    "for comparable data: `%s`", path, rule, command)
 
 
 def _version(task: str) -> str:

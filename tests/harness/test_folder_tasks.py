@@ -252,3 +252,24 @@ def test_cuda_out_of_memory_is_one_line_naming_the_batch_and_precision(pathfinde
     err = caught.value
     assert "CUDA out of memory" in err.message and "global batch 8" in err.message and "\n" not in err.message
     assert "-o train.batch_size=4" in err.hint and "--precision bf16" in err.hint
+
+
+def test_paper_preset_wants_reference_masks(tmp_path, monkeypatch, caplog):
+    """`--preset paper` looks for a reference-labelled folder (Table 3's masks) and names the command that makes
+    one; on a coverage-labelled folder it trains but says, in one line, that the scores are not comparable."""
+    monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "empty"))
+    with pytest.raises(DatasetError) as err:
+        resolve_run_config("dlr", "pathfinder", "paper", size=128)
+    assert "-o label_rule=reference" in err.value.hint
+    _, config, _ = resolve_config("pathfinder", size=128)
+    folder = generate_dataset("pathfinder", config, out=tmp_path, n=12, split={"train": 4, "val": 4, "test": 4},
+                              quiet=True).path
+    with caplog.at_level("WARNING"):
+        cfg = resolve_run_config("dlr", "pathfinder", "paper", data=folder)
+    assert cfg.task_config["label_rule"] == "coverage"
+    lines = [r.getMessage() for r in caplog.records if "not comparable with the paper's Table 3" in r.getMessage()]
+    assert len(lines) == 1 and "-o label_rule=reference" in lines[0] and "\n" not in lines[0]
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        resolve_run_config("dlr", "pathfinder", "quick", data=folder)  # not a paper run: nothing to say
+    assert not [r for r in caplog.records if "Table 3" in r.getMessage()]
