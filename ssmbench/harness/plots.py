@@ -46,6 +46,11 @@ def learning_curves(log: list[dict[str, Any]], out: Path, title: str = "") -> Pa
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
+    return save_png(fig, out)
+
+
+def save_png(fig: Any, out: Path) -> Path:
+    """Write a matplotlib Figure atomically (temporary file, then rename)."""
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.tmp.{uuid.uuid4().hex}.png")

@@ -14,12 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from .plots import save_png
 
 OPERATORS = ("MIN", "MAX", "MED", "SM")
 """Operator codes 0..3 of `node_op` (the frozen ListOps vocabulary)."""
@@ -114,13 +114,3 @@ def plot_figure3(inputs: torch.Tensor, targets: torch.Tensor, pred: torch.Tensor
     if title:
         fig.suptitle(title)
     return save_png(fig, out)
-
-
-def save_png(fig: Any, out: Path) -> Path:
-    """Write a matplotlib Figure atomically (temporary file, then rename)."""
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.tmp.{uuid.uuid4().hex}.png")
-    fig.savefig(tmp)
-    os.replace(tmp, out)
-    return out
