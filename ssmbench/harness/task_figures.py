@@ -111,6 +111,7 @@ def plot_figure3(inputs: torch.Tensor, targets: torch.Tensor, pred: torch.Tensor
                 ax.imshow(images[c].numpy(), cmap=colours, vmin=vmin, vmax=vmax, interpolation="nearest")
             if c == 0:
                 ax.set_ylabel(name)
-    if title:
-        fig.suptitle(title)
+    key = f"masks: {MASK_COLOURS[1].removeprefix('tab:')} = main path, {MASK_COLOURS[2].removeprefix('tab:')} = " \
+          "main path with circles at both ends"
+    fig.suptitle(f"{title}\n{key}" if title else key)
     return save_png(fig, out)
