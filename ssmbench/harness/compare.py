@@ -3,17 +3,23 @@
 Rows are tasks, columns are (model, layers, L) with the parameter count; each cell shows the exact test R² and the
 paper's per-batch-averaged validation R² (the number Table 1 prints), or for ListOps the exact and per-batch test
 token accuracy and for Pathfinder the test macro-F1 and macro accuracy (Table 3). The last row gives the median time per
-training step relative to the 1-layer DLR run at the same L on the same device, when such runs are present.
+training step relative to the 1-layer DLR run at the same L on the same device (Table 1), or else to the DLR run
+with the same number of layers at the same L (Table 3's "relative time per step"), when such runs are present.
 `compare` reads only `config.json` and `metrics.json` of each run.
 
 Example:
     >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
     ...          "cells": {"r2": 0.99, "r2_batchavg": 0.98}, "time_per_step_s": 0.02}]
     >>> print(render_text(build_table(runs)))
-    task   dlr 1L L=512 (1.0K)
-    -----  -------------------
-    shift  0.990 / 0.980
-    time/step vs DLR-1L  1.00x
+    task              dlr 1L L=512 (1.0K)
+    ----------------  -------------------
+    shift             0.990 / 0.980
+    time/step vs DLR  1.00x
+    >>> runs = [{"task": "pathfinder", "model": m, "layers": 2, "L": 1024, "params": 2000, "device": "cpu",
+    ...          "cells": {"label": "F1/acc", "a": 0.5, "b": 0.6}, "time_per_step_s": t}
+    ...         for m, t in (("dlr", 0.5), ("local_attention", 2.0))]
+    >>> [c["time_ratio"] for c in build_table(runs)["columns"]]  # no 1-layer DLR: the 2-layer one is the base
+    [1.0, 4.0]
 """
 
 from __future__ import annotations
@@ -76,8 +82,8 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
             col["times"][f"{r['task']}@{r['device']}"] = r["time_per_step_s"]
     tasks = [t for t in TASK_ORDER if any(t in c["cells"] for c in columns.values())]
     tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
-    for (_model, _layers, L), col in columns.items():
-        base = columns.get(("dlr", 1, L))
+    for (_model, layers, L), col in columns.items():
+        base = columns.get(("dlr", 1, L)) or columns.get(("dlr", layers, L))
         ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None
     return {"tasks": tasks, "columns": list(columns.values())}
@@ -101,18 +107,16 @@ def _cell(c: dict[str, Any] | None) -> str:
 def _rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     header = ["task"] + [_title(c) for c in table["columns"]]
     rows = [[t] + [_cell(c["cells"].get(t)) for c in table["columns"]] for t in table["tasks"]]
-    times = ["time/step vs DLR-1L"] + [f"{c['time_ratio']:.2f}x" if c["time_ratio"] else "-"
+    times = ["time/step vs DLR"] + [f"{c['time_ratio']:.2f}x" if c["time_ratio"] else "-"
                                        for c in table["columns"]]
     return header, rows, times
 
 
 def render_text(table: dict[str, Any]) -> str:
     header, rows, times = _rows(table)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    widths = [max(len(r[i]) for r in [header, *rows, times]) for i in range(len(header))]
     line = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    out = [line(header), line(["-" * w for w in widths]), *map(line, rows)]
-    out.append("  ".join(times))
-    return "\n".join(out)
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), line(times)])
 
 
 def render_markdown(table: dict[str, Any]) -> str:
