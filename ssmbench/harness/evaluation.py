@@ -112,6 +112,8 @@ def _plain(obj: Any) -> Any:
 
 
 def _check(cfg: RunConfig) -> None:
+    from .objectives import lr_factor
+
     t, e = cfg.train, cfg.eval
     for name, value, low in (("train.steps", t.steps, 1), ("train.batch_size", t.batch_size, 1),
                              ("train.eval_every", t.eval_every, 1), ("eval.batch_size", e.batch_size, 1),
@@ -121,6 +123,12 @@ def _check(cfg: RunConfig) -> None:
             raise ConfigError(name, f"must be >= {low}, got {value}")
     if t.lr <= 0:
         raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
+    total = t.schedule_steps or t.steps  # the cosine's length; checked here, before a run folder exists
+    if t.schedule == "cosine" and total <= t.warmup_steps:
+        raise ConfigError("train.schedule_steps" if t.schedule_steps else "train.steps",
+                          f"must exceed train.warmup_steps ({t.warmup_steps}) for the cosine schedule, got {total}",
+                          f"pass -o train.warmup_steps=N with N < {total}, or more steps")
+    lr_factor(t.schedule, t.warmup_steps, total)  # an unknown schedule name
 
 
 def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick", *, length: int | None = None,

@@ -65,6 +65,8 @@ def test_ls_presets_names_sources():
     (["--model", "dlr", "--task", "cumsum", "-o", "model.d_stat=3"], ["did you mean 'model.d_state'"]),
     (["--model", "lru", "--task", "shift", "--length", "16384", "--preset", "paper"],
      ["no paper preset", "dlr_paper/long_shift/dlr"]),
+    (["--model", "dlr", "--task", "cumsum", "-o", "train.schedule=cosine", "-o", "train.warmup_steps=40", "-o",
+      "train.steps=10"], ["train.steps", "must exceed train.warmup_steps (40)"]),
     (["--model", "dlr", "--task", "cumsum", "--device", "cuda"], ["no usable CUDA device"]),
     (["--model", "user_mixers:LeakyMixer", *TINY], ["fails the causality check"]),
     (["--model", "user_mixers:build_wrong_shape", "--task", "cumsum", "-o", "L=32", "-q"],
