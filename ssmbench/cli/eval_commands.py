@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -109,6 +110,8 @@ def eval_command(model: str, task: str | None, length: int | None, size: int | N
 
 
 def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:
+    if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports (every rank holds the same numbers)
+        return
     for r in results:
         m = r.metrics
         head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in _headline(m[s]) if isinstance(m[s].get(k), float))

@@ -35,8 +35,14 @@ def losses(run: Path) -> list[float]:
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp")
     launch(1, *ARGS, "--out", str(root / "one"))
-    launch(2, *ARGS, "--out", str(root / "two"))
+    two = launch(2, *ARGS, "--out", str(root / "two"))
+    (root / "two.stdout").write_text(two.stdout)
     return root
+
+
+def test_only_rank_0_reports(runs):
+    lines = (runs / "two.stdout").read_text().splitlines()
+    assert len([line for line in lines if line.startswith(str(runs / "two"))]) == 1
 
 
 def test_two_ranks_train_like_one(runs):
