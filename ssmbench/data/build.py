@@ -67,7 +67,11 @@ def preset_of(task: Any, config: Any) -> tuple[str, bool]:
 
 
 def dataset_name(task: Any, config: Any) -> str:
+    """`<task>-<preset>`, plus a config digest when the config is not the preset's; size tasks name the real size
+    (a 32-pixel Pathfinder scaled from the 128 preset is `pathfinder-32-<digest>`, not `pathfinder-128-...`)."""
     preset, exact = preset_of(task, config)
+    if task.preset_option == "size" and hasattr(config, "size"):
+        preset = str(config.size)
     base = f"{task.name}-{preset}"
     return base if exact else f"{base}-{config_sha256(config.to_dict())[:8]}"
 

@@ -302,3 +302,13 @@ def test_dry_run_estimate_is_within_10_percent_of_the_real_folder(task_name, opt
     actual = sum(p.stat().st_size for p in built.path.rglob("*") if p.is_file())
     assert abs(estimate["disk_bytes"] - actual) <= 0.10 * actual, (estimate["disk_bytes"], actual)
     assert estimate["peak_bytes"] >= (1.9 if task.deduplicate else 1.0) * estimate["disk_bytes"]
+
+
+@pytest.mark.parametrize("size, name", [(128, "pathfinder-128"), (32, "pathfinder-32-"), (300, "pathfinder-300-")])
+def test_pathfinder_folders_are_named_by_their_size(size, name):
+    """A size between presets is scaled from the nearest preset, but the folder says the size it holds."""
+    from ssmbench.data.build import dataset_name
+
+    task, config, _ = resolve_config("pathfinder", size=size)
+    got = dataset_name(task, config)
+    assert got == name if not name.endswith("-") else got.startswith(name) and len(got) == len(name) + 8
