@@ -21,6 +21,19 @@ class CumMeanMixer(nn.Module):
         return self.proj(self.scale * x.cumsum(1) / steps)  # (B, L, D)
 
 
+class GlobalMeanMixer(nn.Module):
+    """A non-causal mixer without a `bidirectional` argument: every position sees the mean of the whole sequence."""
+
+    causal = False
+
+    def __init__(self, d_model: int, *, l_max: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.proj(x + x.mean(1, keepdim=True))  # (B, L, D)
+
+
 class LeakyMixer(nn.Module):
     """Declares causal = True but reads the next position: the causality check must refuse it."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import sys
 import traceback
 from typing import Any
@@ -36,7 +37,18 @@ OS_ERROR_HINTS = {
 
 
 def _emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
-    click.echo(json.dumps(obj, sort_keys=True, default=str) if as_json else human)
+    """Print a result: one strict-JSON object (NaN and infinities as null) with --json, else the human line."""
+    click.echo(json.dumps(_finite(obj), sort_keys=True, default=str, allow_nan=False) if as_json else human)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 @click.group(context_settings=CONTEXT)

@@ -82,17 +82,13 @@ def eval_command(model: str, task: str | None, length: int | None, size: int | N
         from ..harness.scoring import score_checkpoint
 
         result = score_checkpoint(checkpoint, split=split, task=task, length=length, size=size, out=out,
-                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet)
+                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet, data=data)
         _report([result], as_json, splits=(split,))
         return
-    if data and not task:  # the folder names its task
-        from ..data.build import load_manifest
-
-        task = load_manifest(data)["task"]
     common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
                   precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
                   allow_noncausal=allow_noncausal)
-    if task:
+    if task or data:  # with --data alone, evaluate() takes the task from the folder
         _report([evaluation.evaluate(model, task, preset, out=out, data=data, **common)], as_json)
         return
     if out:

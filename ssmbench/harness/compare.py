@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,12 +33,14 @@ from typing import Any
 
 from ..errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 TASK_ORDER = ("shift", "cumsum", "cummax", "select_fixed", "solve_fixed", "reverse", "solve", "select", "sort",
               "context_shift", "mips")  # the paper's Table 1 order
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """One summary per finished run folder; unfinished folders are skipped with a note in `skipped`."""
+    """One summary per finished run folder with test scores; other folders are skipped with a logged note."""
     runs = []
     for p in paths:
         path = Path(p)
@@ -45,8 +48,13 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         if not config_file.exists():
             raise ConfigError("RUN", f"{path} is not an ssmbench run folder (no config.json)")
         if not metrics_file.exists():
+            log.warning("skipped %s: not finished (no metrics.json)", path)
             continue
         m = json.loads(metrics_file.read_text())
+        if "test" not in m:
+            log.warning("skipped %s: no test scores (a checkpoint scored on %s only)", path,
+                        ", ".join(k for k in ("val", "train") if k in m) or "no split")
+            continue
         cfg = json.loads(config_file.read_text())
         runs.append({
             "run": str(path), "task": m["task"], "model": m["model"], "preset": m.get("preset"),
@@ -77,6 +85,9 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for r in runs:
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
                                               "params": r["params"], "cells": {}, "times": {}})
+        if r["task"] in col["cells"]:
+            log.warning("%s replaces an earlier run of %s in the column %s", r.get("run", "a run"), r["task"],
+                        _title(col))
         col["cells"][r["task"]] = r["cells"]
         if r.get("time_per_step_s"):
             col["times"][f"{r['task']}@{r['device']}"] = r["time_per_step_s"]

@@ -60,7 +60,8 @@ def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: 
     if data is not None and not is_folder_task(task):
         raise ConfigError("--data", f"{task} draws fresh samples every step and takes no dataset folder",
                           f"--data applies to {', '.join(FOLDER_TASKS)}")
-    if data is not None and size is None and get_task(task).preset_option == "size":
+    asked_size = user.get("size", user.get("task.size"))
+    if data is not None and size is None and asked_size is None and get_task(task).preset_option == "size":
         size = folder_size(data)  # the folder's size picks the paper preset's family
     p = resolve_preset(preset, task, model, length=length, size=size)
     keys: dict[str, Any] = _for_model(model, p.keys)
@@ -140,9 +141,14 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
              data: str | Path | None = None) -> EvalResult:
     """Train `model` on `task` with a preset and score it; the run folder is `out` or runs/<task>-<model>-<time>.
 
-    `data` is the dataset folder of ListOps / Pathfinder (default: a matching folder under the data root).
-    `config` (a RunConfig, e.g. from a run's config.json) replaces every resolution argument.
+    `data` is the dataset folder of ListOps / Pathfinder (default: a matching folder under the data root); without
+    `task` the folder's own task is trained. `config` (a RunConfig, e.g. from a run's config.json) replaces every
+    resolution argument.
     """
+    if task is None and config is None and data is not None:  # the folder names its task
+        from ..data.build import load_manifest
+
+        task = load_manifest(data)["task"]
     if task is None and config is None:
         raise ConfigError("--task", "evaluate() needs a task; `ssmbench eval` without --task runs every atomic "
                                     f"task in turn ({', '.join(ATOMIC)})")
@@ -173,7 +179,10 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
     except (TypeError, ValueError, KeyError) as exc:
         raise ConfigError("--resume", f"{run.config_path} is not an ssmbench run config ({exc})") from None
     old_steps = config.train.steps
-    config = config.with_overrides(dict(overrides or {}))
+    overrides = dict(overrides or {})
+    if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
+        overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
+    config = config.with_overrides(overrides)
     if not run.last.exists():
         raise ConfigError("--resume", f"{run.path} has no checkpoints/last.pt to resume from",
                           "start it again with `ssmbench eval` (no step was saved)")
@@ -313,7 +322,8 @@ def check_direction(config: RunConfig, spec: Any) -> None:
             "bidirectional), so the scores are not comparable with Table 3", config.task, config.task)
         return
     obj, name = resolve_model(config.model)
-    if is_mixer(obj) and "bidirectional" not in inspect.signature(obj.__init__).parameters:
+    takes_direction = "bidirectional" in inspect.signature(obj.__init__).parameters if is_mixer(obj) else True
+    if not takes_direction and getattr(obj, "causal", True):  # a `causal = False` mixer already sees both ways
         raise ConfigError("--model", f"{name!r} is causal-only (its mixer takes no `bidirectional` argument) and "
                           f"{config.task} is a bidirectional task",
                           "force a causal run with -o model.bidirectional=false (not the paper's setting)")

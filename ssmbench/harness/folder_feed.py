@@ -204,4 +204,8 @@ def _path(cfg: Any) -> str:
     if not cfg.data.path:
         raise ConfigError("data.path", f"{cfg.task} trains from a dataset folder and this config names none",
                           "resolve the config with `ssmbench eval` / `evaluate(data=...)`, or set -o data.path=PATH")
+    if not (Path(cfg.data.path) / "manifest.json").is_file():
+        raise ConfigError("data.path", f"the dataset folder {cfg.data.path} of this run is gone (moved or deleted?)",
+                          "point at its new place: `ssmbench eval --resume RUN -o data.path=NEW`, or "
+                          "`ssmbench eval --checkpoint CKPT --data NEW`")
     return cfg.data.path

@@ -25,8 +25,13 @@ SCORING_KEYS = ("eval.batch_size", "hardware.device", "hardware.precision", "dat
 def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str | None = None,
                      length: int | None = None, size: int | None = None, out: str | Path | None = None,
                      runs_root: str | Path = "runs", device: str | None = None,
-                     overrides: Mapping[str, Any] | None = None, quiet: bool = False) -> EvalResult:
-    """Exact and per-batch metrics of a checkpoint on `split`, written to a run folder of their own."""
+                     overrides: Mapping[str, Any] | None = None, quiet: bool = False,
+                     data: str | Path | None = None) -> EvalResult:
+    """Exact and per-batch metrics of a checkpoint on `split`, written to a run folder of their own.
+
+    `data`: score on this dataset folder instead of the run's own (ListOps / Pathfinder; a moved folder, or the
+    other Pathfinder label rule): it must hold the checkpoint's task with the same configuration otherwise.
+    """
     from . import distributed as D
     from .folder_feed import eval_set_for
     from .trainer import evaluate_split, setup
@@ -41,6 +46,8 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
         raise ConfigError(bad[0], "cannot change when scoring a checkpoint (it would no longer be that model)",
                           f"allowed: {', '.join(SCORING_KEYS)}")
     cfg = cfg.with_overrides({**(overrides or {}), **({"hardware.device": device} if device else {})})
+    if data is not None:
+        cfg = _on_folder(cfg, data)
     start = time.time()
     s = setup(cfg)
     try:
@@ -72,6 +79,17 @@ def _same(cfg: RunConfig, task: str | None, length: int | None, size: int | None
         if want is not None and want != have:
             raise ConfigError(option, f"the checkpoint was trained with {option} {have}, not {want}",
                               "drop the option (the checkpoint's config is used) or pick another checkpoint")
+
+
+def _on_folder(cfg: RunConfig, data: str | Path) -> RunConfig:
+    from ..registry import get_task
+    from .data_folders import FOLDER_TASKS, attach_folder, is_folder_task
+
+    if not is_folder_task(cfg.task):
+        raise ConfigError("--data", f"{cfg.task} draws fresh samples and takes no dataset folder",
+                          f"--data applies to {', '.join(FOLDER_TASKS)}")
+    exempt = set(get_task(cfg.task).stream_exempt)  # e.g. Pathfinder's label rule: the same images, other masks
+    return attach_folder(cfg, data, {k: v for k, v in cfg.task_config.items() if k not in exempt})
 
 
 def _sha256(path: str | Path) -> str:

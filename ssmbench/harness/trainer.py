@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -250,7 +251,7 @@ def train(cfg: RunConfig, run: RunFolder, *, resume: bool = False, quiet: bool =
                 if env.is_main:
                     run.log(record)
                     _log_external(logger, record)
-                    bar.write(_describe(record, s.objective)) if not quiet else None
+                    bar.write(_describe(record, s.objective), file=sys.stderr) if not quiet else None
                 if improved:
                     checkpoint(run.best)
             if state.step % every_ckpt == 0 or done:

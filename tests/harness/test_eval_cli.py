@@ -33,10 +33,11 @@ def one_line_error(result: subprocess.CompletedProcess, code: int, *fragments: s
 
 
 def test_eval_prints_scores_and_compare_builds_the_table(tmp_path):
-    a = ssmbench("eval", "--model", "dlr", *TINY, "-o", "model.d_state=32", "-o", "train.steps=4", "-o", "train.eval_every=2",
-                 "--out", str(tmp_path / "dlr"), "--json")
+    a = ssmbench("eval", "--model", "dlr", *TINY[:-1], "-o", "model.d_state=32", "-o", "train.steps=4", "-o",
+                 "train.eval_every=2", "--out", str(tmp_path / "dlr"), "--json")  # not quiet: progress on stderr
     assert a.returncode == 0, a.stderr
-    out = json.loads(a.stdout)
+    assert "step 2: val" in a.stderr
+    out = json.loads(a.stdout)  # stdout holds the one JSON object only
     assert set(out["test"]) >= {"r2", "r2_batchavg", "mse"}
     b = ssmbench("eval", "--model", "attention", *TINY, "-o", "train.steps=4", "-o", "train.eval_every=2",
                  "--out", str(tmp_path / "attn"))

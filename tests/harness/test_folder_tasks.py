@@ -239,6 +239,20 @@ def test_a_causal_only_mixer_on_pathfinder_is_refused_unless_forced(pathfinder, 
     assert "not the paper's setting" in forced.stderr
 
 
+def test_a_non_causal_mixer_without_a_direction_argument_runs_on_pathfinder(pathfinder):
+    from types import SimpleNamespace
+
+    from ssmbench.harness.evaluation import check_direction
+
+    tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
+    bidirectional_task = SimpleNamespace(causal=False)
+    cfg = resolve_run_config("user_mixers:GlobalMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    check_direction(cfg, bidirectional_task)  # accepted: it already sees the whole image
+    cfg = resolve_run_config("user_mixers:CumMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    with pytest.raises(SsmbenchError, match="causal-only"):
+        check_direction(cfg, bidirectional_task)
+
+
 def test_cuda_out_of_memory_is_one_line_naming_the_batch_and_precision(pathfinder, tmp_path, monkeypatch):
     import ssmbench.harness.trainer as trainer
 
@@ -273,3 +287,26 @@ def test_paper_preset_wants_reference_masks(tmp_path, monkeypatch, caplog):
     with caplog.at_level("WARNING"):
         resolve_run_config("dlr", "pathfinder", "quick", data=folder)  # not a paper run: nothing to say
     assert not [r for r in caplog.records if "Table 3" in r.getMessage()]
+
+
+def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_run, tmp_path):
+    """Scoring needs the run's folder; when it moved, `--data NEW` finds it (same scores), and the message says so."""
+    ckpt = pathfinder_run.run_dir / "checkpoints" / "best.pt"
+    before = score_checkpoint(ckpt, "val", out=tmp_path / "before", quiet=True).metrics["val"]
+    moved = tmp_path / "moved"
+    shutil.copytree(pathfinder, moved)
+    after = score_checkpoint(ckpt, "val", out=tmp_path / "after", quiet=True, data=moved)
+    assert after.metrics["val"]["confusion"] == before["confusion"]
+    assert after.config.data.path == str(moved.resolve())
+    cfg = json.loads((tmp_path / "after" / "config.json").read_text())
+    cfg["data"]["path"] = str(tmp_path / "gone")
+    from ssmbench.harness.folder_feed import eval_set_for
+    from ssmbench.harness.run_config import RunConfig
+
+    with pytest.raises(SsmbenchError, match="is gone") as caught:
+        eval_set_for(RunConfig.from_json(cfg), "val")
+    assert "-o data.path=NEW" in caught.value.hint and "--data NEW" in caught.value.hint
+    from ssmbench.harness.scoring import _on_folder
+
+    with pytest.raises(SsmbenchError, match="takes no dataset folder"):  # an atomic run's checkpoint
+        _on_folder(RunConfig.from_json({**cfg, "task": "cumsum"}), moved)
