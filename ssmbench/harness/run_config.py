@@ -12,7 +12,7 @@ Example:
     >>> cfg = RunConfig(task="cumsum", task_config={"L": 128}, model="dlr")
     >>> cfg = cfg.with_overrides({"train.steps": "300", "model.d_model": "32", "L": "64"})
     >>> cfg.train.steps, cfg.model_overrides["d_model"], cfg.task_config["L"]
-    (300, '32', 64)
+    (300, 32, 64)
     >>> RunConfig.from_json(cfg.to_json()) == cfg
     True
     >>> cfg.with_overrides({"train.stepz": 1})
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -108,6 +109,24 @@ class HardwareConfig:
 SECTIONS = {"train": TrainConfig, "eval": EvalConfig, "data": DataConfig, "hardware": HardwareConfig}
 
 
+def _literal(value: Any) -> Any:
+    """A command-line string as the value it spells (8, 1e-3, true, [1,2]), so `-o model.d_model=8` and
+    `overrides={"model.d_model": 8}` give the same config (and digest); other strings stay strings.
+
+    >>> [_literal(v) for v in ("8", "1e-3", "false", "[1, 2]", "lin", 4)]
+    [8, 0.001, False, [1, 2], 'lin', 4]
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return value
+
+
 @dataclass(frozen=True)
 class RunConfig:
     task: str
@@ -136,7 +155,7 @@ class RunConfig:
                 if value is None:  # a Python caller removes a preset's model key (e.g. for its own plug-in)
                     model.pop(rest, None)
                 else:
-                    model[rest] = value
+                    model[rest] = _literal(value)
             elif head in SECTIONS:
                 sections[head][rest] = value
             else:

@@ -310,3 +310,17 @@ def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_
 
     with pytest.raises(SsmbenchError, match="takes no dataset folder"):  # an atomic run's checkpoint
         _on_folder(RunConfig.from_json({**cfg, "task": "cumsum"}), moved)
+
+
+def test_an_explicit_size_is_checked_against_the_folder(pathfinder):
+    with pytest.raises(DatasetError, match="size = 32, not 64"):
+        resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"size": "64"})
+
+
+def test_cli_model_values_are_typed_like_python_ones(pathfinder):
+    """`-o model.d_model=8` (a string from the command line) and 8 give one config and one digest."""
+    a = resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
+                                                                           "model.bidirectional": "true"})
+    b = resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
+                                                                           "model.bidirectional": True})
+    assert a.model_overrides["d_model"] == 8 and a.digest() == b.digest()
