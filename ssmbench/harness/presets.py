@@ -91,6 +91,9 @@ def resolve_preset(preset: str, task: str, model: str, length: int | None = None
         name = f"dlr_paper/{family}/{model}"
         if name not in rows:
             have = sorted(r for r in rows if r.startswith(f"dlr_paper/{family}/"))
+            if not have:  # e.g. Pathfinder at a size the paper did not run: name the families it did run
+                stem = family.rstrip("0123456789")
+                have = sorted({r.rsplit("/", 1)[0] for r in rows if r.split("/")[1].rstrip("0123456789") == stem})
             raise ConfigError("--preset", f"no paper preset for model {model!r} on {task} ({family}); "
                               f"available: {', '.join(have) or 'none for this task'}",
                               "run `ssmbench ls presets`, or use --preset quick")

@@ -324,3 +324,11 @@ def test_cli_model_values_are_typed_like_python_ones(pathfinder):
     b = resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
                                                                            "model.bidirectional": True})
     assert a.model_overrides["d_model"] == 8 and a.digest() == b.digest()
+
+
+def test_paper_preset_at_a_size_the_paper_did_not_run_names_the_sizes_it_did():
+    from ssmbench.errors import ConfigError
+    from ssmbench.harness.presets import resolve_preset
+
+    with pytest.raises(ConfigError, match="available: dlr_paper/pathfinder128, dlr_paper/pathfinder256"):
+        resolve_preset("paper", "pathfinder", "dlr", size=32)
