@@ -66,7 +66,7 @@ def cli(verbose: bool) -> None:
     """
     _state["verbose"] = verbose
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -117,7 +117,7 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
             raise DatasetError(f"no {task} dataset folder with this configuration under {root}/ (task version "
                                f"{_version(task)})", f"make one with `{generate_command(task, cfg.task_config, n_hint, root)}`"
                                ", or pass --data PATH")
-        log.info("training on %s", path)
+        log.warning("using the dataset folder %s (found under %s/; pass --data to choose another)", path, root)
     else:
         path = Path(data)
         if not (path / "manifest.json").is_file():
