@@ -140,7 +140,17 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
 
 
 def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, Any]) -> None:
-    """One line when a paper-preset Pathfinder run trains on masks other than the reference's (Table 3's)."""
+    """One line when a paper-preset run trains on data other than the paper's: ListOps-Subtrees other than the `dlr`
+    preset, Pathfinder masks other than the reference's (Table 3's)."""
+    if cfg.task == "listops_subtrees" and cfg.preset.startswith("dlr_paper/"):
+        from ..registry import get_task
+
+        paper = _full_config(cfg.task, get_task(cfg.task).presets["dlr"].to_dict())
+        if dict(folder_config) != paper:
+            differ = ", ".join(k for k in paper if folder_config.get(k) != paper[k])
+            log.warning("%s is not the paper's ListOps-Subtrees data (it differs in %s): its scores are not "
+                        "comparable with the paper's Table 3; for comparable data: `%s`", path, differ,
+                        generate_command(cfg.task, paper, root=path.parent))
     rule = folder_config.get("label_rule")
     if cfg.task == "pathfinder" and cfg.preset.startswith("dlr_paper/") and rule != "reference":
         command = generate_command("pathfinder", {**folder_config, "label_rule": "reference"}, root=path.parent)

@@ -37,6 +37,7 @@ Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,10 @@ class FolderEvalSet:
 
         self.ds, self.workers = ds, workers
         self.num_samples = min(int(n), len(ds))
+        if int(n) > len(ds) and rank == 0:
+            logging.getLogger(__name__).warning(
+                "%s holds %d %s samples, fewer than the %d asked for: all %d are scored", ds.root, len(ds),
+                ds.split, int(n), len(ds))
         self.sampler = EvalShardSampler(_Prefix(ds.shard_starts, self.num_samples), rank, world_size)
         self.sample_index = torch.arange(self.sampler.start, self.sampler.stop)
 

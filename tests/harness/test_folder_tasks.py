@@ -332,3 +332,17 @@ def test_paper_preset_at_a_size_the_paper_did_not_run_names_the_sizes_it_did():
 
     with pytest.raises(ConfigError, match="available: dlr_paper/pathfinder128, dlr_paper/pathfinder256"):
         resolve_preset("paper", "pathfinder", "dlr", size=32)
+
+
+def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, caplog):
+    """A paper ListOps run on the `short` folder says it is not the paper's data; asking for more val samples than
+    the split holds says how many are scored."""
+    from ssmbench.harness.folder_feed import eval_set_for
+
+    with caplog.at_level("WARNING"):
+        cfg = resolve_run_config("local_attention", "listops_subtrees", "paper", data=listops)
+        data = eval_set_for(cfg.with_overrides({"eval.val_samples": 50}), "val")
+    notes = [r.getMessage() for r in caplog.records]
+    assert any("not the paper's ListOps-Subtrees data (it differs in min_length" in n and
+               "ssmbench generate listops_subtrees --out" in n for n in notes)
+    assert data.num_samples == 8 and any("fewer than the 50 asked for: all 8 are scored" in n for n in notes)
