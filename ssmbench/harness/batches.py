@@ -74,6 +74,15 @@ def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size
     return max(1, min(MAX_STEPS_PER_MESSAGE, MESSAGE_BYTES // max(1, step_bytes)))
 
 
+def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_memory: bool) -> Any:
+    """A DataLoader whose items are whole batches (`dataset[item]` for each item of `sampler`), read ahead by
+    `workers` background processes (0: in this process), each keeping `prefetch` items ready."""
+    return torch.utils.data.DataLoader(
+        dataset, batch_size=None, sampler=sampler, num_workers=workers,
+        prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory, persistent_workers=False,
+        multiprocessing_context=_worker_start_method() if workers > 0 else None)
+
+
 class _StepDataset:
     """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
 
@@ -107,10 +116,7 @@ class TrainFeed:
         k = steps_per_message or auto_steps_per_message(task, task_config, batch_size)
         self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
         dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size)
-        self.loader = torch.utils.data.DataLoader(
-            dataset, batch_size=None, sampler=self.ranges, num_workers=workers,
-            prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory,
-            persistent_workers=False, multiprocessing_context=_worker_start_method() if workers > 0 else None)
+        self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         for (a, b), message in zip(self.ranges, self.loader, strict=True):

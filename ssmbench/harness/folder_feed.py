@@ -112,13 +112,10 @@ class FolderFeed:
 
     def __init__(self, steps: FolderSteps, start_step: int, stop_step: int, workers: int = 1, prefetch: int = 4,
                  pin_memory: bool = False) -> None:
-        from .batches import _worker_start_method
+        from .batches import step_loader
 
         self.start, self.stop, self.steps = start_step, stop_step, steps
-        self.loader = torch.utils.data.DataLoader(
-            steps, batch_size=None, sampler=range(start_step, stop_step), num_workers=workers,
-            prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory, persistent_workers=False,
-            multiprocessing_context=_worker_start_method() if workers > 0 else None)
+        self.loader = step_loader(steps, range(start_step, stop_step), workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         return zip(range(self.start, self.stop), self.loader, strict=True)
