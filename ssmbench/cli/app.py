@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import math
 import sys
 import traceback
 from typing import Any
@@ -19,6 +18,7 @@ import click
 
 from .. import __version__
 from ..errors import ConfigError, SsmbenchError
+from ..plain import json_plain
 
 CONTEXT = {"auto_envvar_prefix": "SSMBENCH", "show_default": True, "help_option_names": ["-h", "--help"],
            "max_content_width": 110}
@@ -38,17 +38,7 @@ OS_ERROR_HINTS = {
 
 def _emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
     """Print a result: one strict-JSON object (NaN and infinities as null) with --json, else the human line."""
-    click.echo(json.dumps(_finite(obj), sort_keys=True, default=str, allow_nan=False) if as_json else human)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+    click.echo(json.dumps(json_plain(obj), sort_keys=True, default=str, allow_nan=False) if as_json else human)
 
 
 @click.group(context_settings=CONTEXT)

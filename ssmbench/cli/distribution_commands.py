@@ -33,8 +33,9 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
                      include: tuple[str, ...], dry_run: bool, workers: int, retries: int, timeout: float,
                      no_verify: bool, quiet: bool, as_json: bool) -> None:
     """Download a dataset folder by catalogue name or URL: parallel, resumable, every file verified."""
-    from ..data.catalog import find_entry, human_bytes
+    from ..data.catalog import find_entry
     from ..data.download import download_dataset, looks_like_url
+    from ..plain import human_bytes
 
     if workers < 1 or retries < 0:
         raise click.UsageError("--workers must be >= 1 and --retries >= 0")

@@ -12,8 +12,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..plain import file_sha256
 from ..registry import get_task
-from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256
+from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json
 
 HF_SPLIT = {"train": "train", "val": "validation", "test": "test"}
 CITATIONS = """- Gupta, Mehta, Berant. *Simplifying and Understanding State Space Models with Diagonal Linear RNNs*. 2022.

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DatasetError
+from ..plain import human_bytes
 
 BUILTIN = "<built-in>"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -163,21 +164,6 @@ def load_catalog(catalog: str | Path | Sequence[str | Path] | None = None, env: 
                                   f"{origin}", "rename it in one of them or pass only one catalogue")
             merged.entries[name] = entry
     return merged
-
-
-def human_bytes(n: int | None) -> str:
-    """
-    >>> human_bytes(1536), human_bytes(None)
-    ('1.5 KiB', '?')
-    """
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 def _host(source: str) -> str:

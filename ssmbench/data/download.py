@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
-from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json, file_sha256
+from ..plain import file_sha256
+from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json
 from .transfer import (
     FileItem,
     Http,

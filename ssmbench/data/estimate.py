@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..config import canonical_json
+from ..plain import human_bytes, human_seconds
 from ..seeding import keys_for
 from .shards import ShardSpec, storage_fields, write_shard
 
@@ -36,22 +37,6 @@ PREVIEW = 64 << 10
 """preview.png of tasks that draw one (pathfinder: 45-65 KiB)."""
 PROBE_BYTES = 16 << 20
 """Raw bytes the probe generates at most: k = clamp(PROBE_BYTES / (2 * bytes per sample), 8, 64)."""
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def _human_seconds(s: float) -> str:
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def _chunk_bytes(path: Path) -> int:
@@ -120,7 +105,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
         peak += (metadata + per_sample * total) * 1.01
         seconds += write_seconds * total / max(1, workers)
     raw = sum(np.asarray(block[name]).nbytes for name in fields if name in block) / (2 * k)
-    return {"seconds": seconds, "time_human": _human_seconds(seconds), "disk_bytes": int(disk),
-            "disk_human": _human_bytes(disk), "peak_bytes": int(peak), "peak_human": _human_bytes(peak),
+    return {"seconds": seconds, "time_human": human_seconds(seconds), "disk_bytes": int(disk),
+            "disk_human": human_bytes(disk), "peak_bytes": int(peak), "peak_human": human_bytes(peak),
             "raw_bytes": int(raw * total), "per_sample_bytes": per_sample, "metadata_bytes": metadata,
             "probe_samples": k}

@@ -75,7 +75,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def finished_build(path: Path, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
     """(manifest, shards whose size or sha256 disagree with it) when `path` holds a finished build with this
     identity; (None, []) otherwise. A finished folder keeps no `.build/`, so the manifest is what a re-run checks."""
-    from .shards import file_sha256
+    from ..plain import file_sha256
 
     manifest = read_json(path / "manifest.json")
     if manifest is None or manifest.get("build_identity") != identity:

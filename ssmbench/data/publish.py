@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
+from ..plain import file_sha256
 from .build import load_manifest
-from .shards import SPLIT_ORDER, atomic_write_bytes, file_sha256
+from .shards import SPLIT_ORDER, atomic_write_bytes
 
 SUMS = "SHA256SUMS"
 

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DatasetError, VerificationError
+from ..plain import file_sha256
 from .build import load_manifest
 from .provenance import created_utc
-from .shards import SPLIT_ORDER, atomic_write_json, content_prefix, file_sha256
+from .shards import SPLIT_ORDER, atomic_write_json, content_prefix
 
 JOURNAL = ".repack.json"
 LEVELS = {"zstd": (1, 22, 3), "gzip": (0, 9, 4)}

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..api import Field, Spec
 from ..errors import ConfigError, SsmbenchError
+from ..plain import file_sha256
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = ("train", "val", "test")
@@ -130,14 +131,6 @@ def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
             h.update(row.tobytes())
         out[i] = np.frombuffer(h.digest(), dtype=np.uint8)
     return out
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while data := f.read(chunk):
-            h.update(data)
-    return h.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:

@@ -15,8 +15,6 @@ those objects alive (so nothing tries to flush them again) and ends the process 
 122
 >>> disk_errno(OSError(2, "No such file or directory")) is None
 True
->>> human_bytes(1536), human_bytes(3 << 30)
-('1.5 KiB', '3.0 GiB')
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SsmbenchError
+from ..plain import human_bytes
 
 DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
                errno.EROFS: "read-only file system"}
@@ -64,14 +63,6 @@ def disk_errno(exc: BaseException) -> int | None:
     match = _EMBEDDED.search(str(exc))
     code = int(match.group(1)) if match else None
     return code if code in DISK_ERRNOS else None
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def free_bytes(path: Path) -> int:

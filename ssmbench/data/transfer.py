@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ConfigError, DownloadError
-from .shards import file_sha256
+from ..plain import file_sha256
 
 
 @dataclass(frozen=True)

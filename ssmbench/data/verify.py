@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import VerificationError
+from ..plain import file_sha256
 from .build import load_manifest
-from .shards import SPLIT_ORDER, content_prefix, file_sha256, row_hashes
+from .shards import SPLIT_ORDER, content_prefix, row_hashes
 
 
 @dataclass

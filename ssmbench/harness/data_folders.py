@@ -42,10 +42,10 @@ def is_folder_task(task: str) -> bool:
 def _full_config(task: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The task's full config dict (JSON primitives) for some of its values, as RunConfig stores it."""
     from ..data.task_config import config_from_values
+    from ..plain import json_plain
     from ..registry import get_task
-    from .run_config import _jsonable
 
-    return _jsonable(config_from_values(get_task(task), dict(values))[0].to_dict())
+    return json_plain(config_from_values(get_task(task), dict(values))[0].to_dict())
 
 
 def folder_size(path: str | Path) -> int | None:

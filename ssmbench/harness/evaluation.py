@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ConfigError, SsmbenchError
+from ..plain import json_plain
 from .presets import ATOMIC, resolve_preset
 from .run_config import RunConfig, task_config_object
 from .run_folder import RunFolder, default_run_dir
@@ -78,7 +79,7 @@ def resolve_run_config(model: str, task: str, preset: str = "quick", *, length: 
         {"size": int(S) if S is not None else None} if t.preset_option == "size" else \
         {"preset": p.dataset.get("preset")}
     _, task_config, _ = resolve_config(task, overrides=[f"{k}={v}" for k, v in task_keys.items()], **kwargs)
-    cfg = RunConfig(task=task, task_config=_plain(task_config.to_dict()), model=model, seed=seed, preset=p.name,
+    cfg = RunConfig(task=task, task_config=json_plain(task_config.to_dict()), model=model, seed=seed, preset=p.name,
                     allow_noncausal=allow_noncausal)
     T = t.spec(task_config).seq_len
     cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in other.items()})
@@ -102,14 +103,6 @@ def _for_model(model: str, keys: Mapping[str, Any]) -> dict[str, Any]:
         return dict(keys)
     accepted = set(list(inspect.signature(obj).parameters)[1:])
     return {k: v for k, v in keys.items() if not k.startswith("model.") or k.removeprefix("model.") in accepted}
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, tuple | list):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    return obj
 
 
 def _check(cfg: RunConfig) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..config import _parse_value, config_sha256
 from ..errors import ConfigError
+from ..plain import json_plain
 
 
 @dataclass(frozen=True)
@@ -222,15 +223,7 @@ def _task_config(task_name: str, values: Mapping[str, Any]) -> dict[str, Any]:
     except ConfigError as exc:
         raise ConfigError(f"task.{exc.field}" if not exc.field.startswith("task.") else exc.field,
                           exc.message.split(": ", 1)[-1]) from None
-    return _jsonable(config.to_dict())
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, tuple | list):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    return obj
+    return json_plain(config.to_dict())
 
 
 def task_config_object(task_name: str, values: Mapping[str, Any]) -> Any:

@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from typing import Any
 
 from ..data.shards import atomic_write_json
 from ..errors import ConfigError
+from ..plain import json_plain
 
 
 def default_run_dir(root: str | Path, task: str, model: str) -> Path:
@@ -72,7 +72,7 @@ class RunFolder:
         """Append one line to metrics.jsonl (flushed and fsynced: a preempted run keeps its history)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a") as f:
-            f.write(json.dumps(_nan_to_null(record), sort_keys=True, default=_plain) + "\n")
+            f.write(json.dumps(json_plain(record), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -89,7 +89,7 @@ class RunFolder:
         os.replace(tmp, self.log_path)
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
-        atomic_write_json(self.metrics_path, _nan_to_null(json.loads(json.dumps(metrics, default=_plain))))
+        atomic_write_json(self.metrics_path, json_plain(metrics))
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -120,23 +120,3 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise ConfigError("--checkpoint", f"{path} is not a readable ssmbench checkpoint ({type(exc).__name__})") \
             from None
 
-
-def _nan_to_null(obj: Any) -> Any:
-    """Strict JSON: NaN / inf (an undefined R², say) become null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_to_null(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_nan_to_null(v) for v in obj]
-    return obj
-
-
-def _plain(obj: Any) -> Any:
-    if hasattr(obj, "item"):
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")

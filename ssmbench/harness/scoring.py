@@ -8,13 +8,13 @@ task, length or size is refused with the checkpoint's own values. The scores go 
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..plain import file_sha256
 from .evaluation import EvalResult, model_facts
 from .run_config import RunConfig
 from .run_folder import RunFolder, default_run_dir, load_checkpoint
@@ -60,7 +60,7 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
     scores = evaluate_split(s, data)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root, cfg.task, f"{cfg.model}-score"))
     run = RunFolder(path)
-    metrics = {split: scores, "scored_checkpoint": str(checkpoint), "checkpoint_sha256": _sha256(checkpoint),
+    metrics = {split: scores, "scored_checkpoint": str(checkpoint), "checkpoint_sha256": file_sha256(checkpoint),
                "checkpoint_step": ckpt.get("state", {}).get("step"), **model_facts(cfg, s.env),
                "wall_time_s": time.time() - start}
     if s.env.is_main:
@@ -92,9 +92,3 @@ def _on_folder(cfg: RunConfig, data: str | Path) -> RunConfig:
     return attach_folder(cfg, data, {k: v for k, v in cfg.task_config.items() if k not in exempt})
 
 
-def _sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
