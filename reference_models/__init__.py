@@ -14,6 +14,9 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "s4d": (
         "ssmbench.reference_models.s4d:S4D",
         "Diagonal state space S4D (S4D-Lin init): GELU(K * u + D u), A and dt per channel, conjugate pairs."),
+    "s4": (
+        "ssmbench.reference_models.s4:S4",
+        "Structured state space S4 (DPLR, HiPPO-LegS init): GELU(K * u + D u), K from a Cauchy kernel and an inverse FFT."),
     "lru": (
         "ssmbench.reference_models.lru:LRU",
         "Linear Recurrent Unit: GELU(Re(C x_k) + D u_k), x_k = Lambda x_{k-1} + gamma * (B u_k), ring init."),
