@@ -20,6 +20,9 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "lru": (
         "ssmbench.reference_models.lru:LRU",
         "Linear Recurrent Unit: GELU(Re(C x_k) + D u_k), x_k = Lambda x_{k-1} + gamma * (B u_k), ring init."),
+    "mamba": (
+        "ssmbench.reference_models.mamba:Mamba",
+        "Mamba selective SSM mixer (S6): W_out(scan(SiLU(conv(W_x u)); Delta, B, C from the input) * SiLU(W_z u))."),
     "attention": (
         "ssmbench.reference_models.attention:Attention",
         "Multi-head attention (4 heads, RoPE, learnable temperature): u + GELU(O(softmax(s q k^T) v))."),

@@ -17,7 +17,8 @@ SMALL = {"dlr": {"d_state": 16}, "dss_exp": {"d_state": 16}, "s4d": {"d_state": 
          "local_attention": {"chunk_size": 8}, "las_chunk": {"chunk_size": 8}}
 SSM_PARAMS = {"dlr": {"a", "b", "W"}, "dss_exp": {"log_lambda_re", "lambda_im", "log_dt", "W"},
               "s4d": {"log_dt", "log_A_real", "A_imag"},
-              "s4": {"log_dt", "log_A_real", "A_imag", "B", "P"}, "lru": {"nu_log", "theta_log", "gamma_log", "B"}}
+              "s4": {"log_dt", "log_A_real", "A_imag", "B", "P"}, "lru": {"nu_log", "theta_log", "gamma_log", "B"},
+              "mamba": {"ssm.0.A_log", "ssm.0.D"}}
 H, L = 16, 40
 
 

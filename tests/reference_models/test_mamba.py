@@ -1,0 +1,88 @@
+"""Mamba (S6) against state-spaces/mamba's `selective_scan_ref` and `Mamba` module, and the scan's own invariants.
+
+The fixture `fixtures/mamba_official.npz` was made by `fixtures/make_mamba.py`, which runs `selective_scan_ref`
+(mamba_ssm/ops/selective_scan_interface.py) and `Mamba` (mamba_ssm/modules/mamba_simple.py, its non-fused path) of
+state-spaces/mamba at commit e9594ce1c732d97440f0332fdc43170a2294dbfa; the commit is also stored in the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ssmbench.reference_models.mamba import Mamba, selective_scan
+
+FIX = np.load(Path(__file__).parent / "fixtures" / "mamba_official.npz")
+SCAN = {k[5:]: torch.from_numpy(FIX[k]) for k in FIX.files if k.startswith("scan_") and not k.startswith("scan_y")}
+
+
+@pytest.mark.parametrize("chunk", [None, 5, 16])
+def test_scan_equals_selective_scan_ref_float64(chunk: int | None) -> None:
+    got = selective_scan(**SCAN, delta_softplus=True, chunk=chunk).numpy()
+    want = FIX["scan_y64"]
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+
+
+def test_scan_float32_close_to_ref() -> None:
+    got = selective_scan(**{k: v.float() for k, v in SCAN.items()}, delta_softplus=True, chunk=7).numpy()
+    want = FIX["scan_y32"]
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_layer_equals_official_mamba_float64() -> None:
+    x = torch.from_numpy(FIX["layer_x"])
+    m = Mamba(x.shape[-1], l_max=x.shape[1], d_state=4).double()
+    state = {k[6:]: torch.from_numpy(FIX[k]) for k in FIX.files if k.startswith("layer.")}
+    own = {k if k.split(".")[0] in ("in_proj", "out_proj") else f"ssm.0.{k}": v for k, v in state.items()}
+    m.load_state_dict(own)
+    with torch.no_grad():
+        got = m(x).numpy()
+    assert np.abs(got - FIX["layer_y"]).max() <= 1e-13 * np.abs(FIX["layer_y"]).max()
+
+
+def test_scan_gradients_equal_a_step_loop() -> None:
+    """Gradients through the blocked, checkpointed scan equal those of a plain step loop (float64)."""
+    torch.manual_seed(0)
+    args = {k: v.clone().requires_grad_(True) for k, v in SCAN.items()}
+
+    def loop(u, delta, A, B, C, D, z, delta_bias):
+        d = torch.nn.functional.softplus(delta + delta_bias[:, None])
+        h, ys = torch.zeros(u.shape[0], u.shape[1], A.shape[1], dtype=u.dtype), []
+        for t in range(u.shape[-1]):
+            h = torch.exp(d[..., t, None] * A) * h + (d[..., t] * u[..., t])[..., None] * B[:, None, :, t]
+            ys.append((h * C[:, None, :, t]).sum(-1))
+        return (torch.stack(ys, -1) + D[:, None] * u) * torch.nn.functional.silu(z)
+
+    w = torch.randn(FIX["scan_y64"].shape, dtype=torch.float64)
+    g_fast = torch.autograd.grad((selective_scan(**args, chunk=6) * w).sum(), list(args.values()))
+    g_loop = torch.autograd.grad((loop(**args) * w).sum(), list(args.values()))
+    for name, a, b in zip(args, g_fast, g_loop, strict=True):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-10 * b.abs().max()), name
+
+
+def test_long_sequence_memory_and_init() -> None:
+    """L = 2^16 forward+backward on the CPU (chunks are checkpointed); the init follows Mamba's."""
+    torch.manual_seed(2)
+    m = Mamba(4, l_max=1 << 16, d_state=8)
+    m(torch.randn(1, 1 << 16, 4)).square().mean().backward()
+    assert all(torch.isfinite(p.grad).all() for p in m.parameters())
+    d = m.ssm[0]
+    np.testing.assert_allclose(torch.exp(d.A_log).detach().numpy()[3], np.arange(1, 9), rtol=1e-6)
+    dt = torch.nn.functional.softplus(d.dt_proj.bias).detach().numpy()
+    assert dt.min() >= 1e-3 * 0.999 and dt.max() <= 1e-1 * 1.001
+    assert torch.equal(d.D.detach(), torch.ones(8))
+
+
+@pytest.mark.gpu
+def test_fused_cuda_scan_matches_pytorch_path() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    ops = pytest.importorskip("mamba_ssm.ops.selective_scan_interface", reason="mamba_ssm is not installed")
+    args = {k: v.float().cuda() for k, v in SCAN.items()}
+    want = selective_scan(**args, delta_softplus=True)
+    got = ops.selective_scan_fn(args["u"], args["delta"], args["A"], args["B"], args["C"], args["D"],
+                                z=args["z"], delta_bias=args["delta_bias"], delta_softplus=True)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
