@@ -17,6 +17,9 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "s4": (
         "ssmbench.reference_models.s4:S4",
         "Structured state space S4 (DPLR, HiPPO-LegS init): GELU(K * u + D u), K from a Cauchy kernel and an inverse FFT."),
+    "sgconv": (
+        "ssmbench.reference_models.sgconv:SGConv",
+        "Structured global convolution SGConv: GELU(K * u + D u), K = concat_i alpha^i interp(w_i, 2^max(0,i-1))."),
     "lru": (
         "ssmbench.reference_models.lru:LRU",
         "Linear Recurrent Unit: GELU(Re(C x_k) + D u_k), x_k = Lambda x_{k-1} + gamma * (B u_k), ring init."),

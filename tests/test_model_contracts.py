@@ -13,12 +13,12 @@ from ssmbench.reference_models import BUILTIN
 from ssmbench.registry import models
 
 # Small settings so that every model runs in milliseconds; third-party plug-ins run with their defaults.
-SMALL = {"dlr": {"d_state": 16}, "dss_exp": {"d_state": 16}, "s4d": {"d_state": 16}, "s4": {"d_state": 16}, "lru": {"d_state": 16},
+SMALL = {"dlr": {"d_state": 16}, "dss_exp": {"d_state": 16}, "s4d": {"d_state": 16}, "s4": {"d_state": 16}, "sgconv": {"kernel_dim": 8}, "lru": {"d_state": 16},
          "local_attention": {"chunk_size": 8}, "las_chunk": {"chunk_size": 8}}
 SSM_PARAMS = {"dlr": {"a", "b", "W"}, "dss_exp": {"log_lambda_re", "lambda_im", "log_dt", "W"},
               "s4d": {"log_dt", "log_A_real", "A_imag"},
               "s4": {"log_dt", "log_A_real", "A_imag", "B", "P"}, "lru": {"nu_log", "theta_log", "gamma_log", "B"},
-              "mamba": {"ssm.0.A_log", "ssm.0.D"}}
+              "mamba": {"ssm.0.A_log", "ssm.0.D"}, "sgconv": {"ws.0", "ws.1", "ws.2", "ws.3", "alpha"}}
 H, L = 16, 40
 
 
