@@ -2,7 +2,8 @@
 
     python benchmarks/models.py [--quick] [--models dlr,lru] [--lengths 1024,4096] [--threads N]
 
-H = 128, B = 1, N = 1024 (DLR, DSS_EXP, S4D) and N = 256 (LRU), L in {1K, 4K, 16K, 64K} (--quick: 1K, 4K). Each cell
+H = 128, B = 1, N = 1024 (DLR, DSS_EXP, S4D), N = 256 (LRU), N = 64 (S4), d = 4096 (SGConv, Table 2), N = 16 and E = 2H
+(Mamba), L in {1K, 4K, 16K, 64K} (--quick: 1K, 4K). Each cell
 runs in a fresh subprocess; the time is the best of up to two runs after a first one at the same length, and peak
 memory is the growth of the resident set during the first forward+backward. A cell whose
 estimate (extrapolated from the previous length: linear for SSMs and chunked attention, quadratic for full
@@ -24,7 +25,7 @@ import time
 MODELS = {
     "dlr": {"d_state": 1024}, "dlr_figure4": {"d_state": 1024}, "dss_exp": {"d_state": 1024},
     "s4d": {"d_state": 1024}, "lru": {"d_state": 256}, "attention": {}, "local_attention": {}, "las": {},
-    "las_chunk": {},
+    "las_chunk": {}, "s4": {"d_state": 64}, "sgconv": {"kernel_dim": 4096}, "mamba": {"d_state": 16},
 }
 QUADRATIC = {"attention", "las"}
 H, BATCH = 128, 1
