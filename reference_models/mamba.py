@@ -99,22 +99,28 @@ def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
     """
     from torch.utils.checkpoint import checkpoint
 
-    if delta_bias is not None:
-        delta = delta + delta_bias.unsqueeze(-1)
-    if delta_softplus:
-        delta = F.softplus(delta)
-    Bt, E, L = u.shape
-    N = A.shape[1]
-    step = chunk or max(64, CHUNK_ELEMENTS // max(1, Bt * E * N))
-    h = u.new_zeros(Bt, E, N)
-    ys = []
-    for s in range(0, L, step):
-        sl = slice(s, s + step)
-        args = (u[..., sl], delta[..., sl], A, B[..., sl], C[..., sl], h)
-        y, h = checkpoint(_scan_chunk, *args, use_reentrant=False) if step < L else _scan_chunk(*args)
-        ys.append(y)
-    out = torch.cat(ys, -1) + u * D.unsqueeze(-1)  # (Bt, E, L)
-    return out if z is None else out * F.silu(z)
+    dtype_in = u.dtype
+    work = torch.float64 if dtype_in == torch.float64 else torch.float32  # as the reference: float32 under AMP
+    with torch.autocast(device_type=u.device.type, enabled=False):
+        u, delta, A, B, C, D = (t.to(work) for t in (u, delta, A, B, C, D))
+        if delta_bias is not None:
+            delta = delta + delta_bias.to(work).unsqueeze(-1)
+        if delta_softplus:
+            delta = F.softplus(delta)
+        Bt, E, L = u.shape
+        N = A.shape[1]
+        step = chunk or max(64, CHUNK_ELEMENTS // max(1, Bt * E * N))
+        h = u.new_zeros(Bt, E, N)
+        ys = []
+        for s in range(0, L, step):
+            sl = slice(s, s + step)
+            args = (u[..., sl], delta[..., sl], A, B[..., sl], C[..., sl], h)
+            y, h = checkpoint(_scan_chunk, *args, use_reentrant=False) if step < L else _scan_chunk(*args)
+            ys.append(y)
+        out = torch.cat(ys, -1) + u * D.unsqueeze(-1)  # (Bt, E, L)
+        if z is not None:
+            out = out * F.silu(z.to(work))
+    return out.to(dtype_in)
 
 
 def _fused_scan():
