@@ -24,7 +24,7 @@ from torch import nn
 
 from ._ssm_kernels import conv_layer, ssm_hint
 
-CAUCHY_BLOCK = 1 << 22  # entries of one (H, 2 N/2, nodes) Cauchy block; blocks are recomputed in the backward pass
+CAUCHY_BLOCK = 1 << 22  # entries of one (H, 2 N/2, nodes) Cauchy block; blocks are rebuilt in the backward pass
 
 
 def hippo_legs_nplr(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -51,9 +51,25 @@ def hippo_legs_nplr(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return lam, v_h @ p.to(torch.complex128), b_t
 
 
-def _cauchy_block(v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """sum_n v[h, m, n] / (z[l] - w[h, n]): (H, M, 2N') x (H, 2N') x (nodes,) -> (H, M, nodes)."""
-    return torch.bmm(v, 1.0 / (z - w.unsqueeze(-1)))  # (H, M, nodes) via an (H, 2N', nodes) Cauchy block
+class _CauchyBlock(torch.autograd.Function):
+    """r = v @ M with M[h, n, l] = 1 / (z_l - w_hn), M built in the forward and rebuilt in the backward pass.
+
+    Gradients (PyTorch's conjugate convention): dv = g @ M^H and dw_n = sum_m conj(v_mn) (g @ (M^2)^H)_mn; only v, w
+    and z are stored, so a block costs no memory after its forward pass.
+    """
+
+    @staticmethod
+    def forward(ctx, v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        ctx.save_for_backward(v, w, z)
+        return torch.bmm(v, 1.0 / (z - w.unsqueeze(-1)))  # (H, M, nodes) via an (H, 2N', nodes) Cauchy block
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> tuple:  # type: ignore[override]
+        v, w, z = ctx.saved_tensors
+        m = 1.0 / (z - w.unsqueeze(-1))  # (H, K, nodes)
+        gv = torch.bmm(g, m.conj().transpose(1, 2))  # (H, M, K)
+        gw = (v.conj() * torch.bmm(g, (m * m).conj().transpose(1, 2))).sum(1)  # (H, K)
+        return gv, gw, None
 
 
 def cauchy(v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
@@ -63,17 +79,11 @@ def cauchy(v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         v: (H, M, N') complex weights. w: (H, N') complex poles. z: (nodes,) complex evaluation points.
 
     Returns:
-        (H, M, nodes). Blocks of nodes are checkpointed, so the (H, N', nodes) matrix is never held whole.
+        (H, M, nodes), in blocks of nodes, so the (H, N', nodes) matrix is never held whole.
     """
-    from torch.utils.checkpoint import checkpoint
-
     v2, w2 = torch.cat([v, v.conj()], -1), torch.cat([w, w.conj()], -1)  # (H, M, 2N'), (H, 2N')
     step = max(1, CAUCHY_BLOCK // max(1, w2.shape[0] * w2.shape[1]))
-    if z.shape[0] <= step:
-        return _cauchy_block(v2, w2, z)
-    outs = [checkpoint(_cauchy_block, v2, w2, z[s:s + step], use_reentrant=False)
-            for s in range(0, z.shape[0], step)]
-    return torch.cat(outs, -1)  # (H, M, nodes)
+    return torch.cat([_CauchyBlock.apply(v2, w2, z[s:s + step]) for s in range(0, z.shape[0], step)], -1)
 
 
 def bilinear_power_correction(lam: torch.Tensor, p: torch.Tensor, log_dt: torch.Tensor, length: int) -> torch.Tensor:

@@ -105,3 +105,27 @@ def test_gradients_finite_at_64k_and_float32_close() -> None:
     k32 = m.kernel(1 << 16).detach().double()
     k64 = m.double().kernel(1 << 16).detach()
     assert (k32 - k64).abs().max() <= 1e-4 * k64.abs().max()
+
+
+def test_cauchy_gradients_equal_autograd_of_the_plain_sum() -> None:
+    """The hand-written Cauchy backward pass against autograd through sum_n v / (z - w) + conjugates (float64)."""
+    from ssmbench.reference_models import s4 as s4_module
+
+    torch.manual_seed(4)
+    v = torch.randn(3, 4, 5, dtype=torch.complex128, requires_grad=True)
+    w = torch.complex(-torch.rand(3, 5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64))
+    w.requires_grad_(True)
+    z = torch.randn(7, dtype=torch.complex128)
+    g = torch.randn(3, 4, 7, dtype=torch.complex128)
+    plain = (torch.cat([v, v.conj()], -1).unsqueeze(-1)
+             / (z - torch.cat([w, w.conj()], -1).unsqueeze(-1)).unsqueeze(1)).sum(-2)  # (3, 4, 7)
+    want = torch.autograd.grad((plain * g).real.sum(), [v, w])
+    block, s4_module.CAUCHY_BLOCK = s4_module.CAUCHY_BLOCK, 3 * 10 * 2  # blocks of two nodes
+    try:
+        got_r = s4_module.cauchy(v, w, z)
+        got = torch.autograd.grad((got_r * g).real.sum(), [v, w])
+    finally:
+        s4_module.CAUCHY_BLOCK = block
+    torch.testing.assert_close(got_r, plain, rtol=1e-12, atol=1e-12)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
