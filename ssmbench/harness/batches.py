@@ -46,18 +46,23 @@ def prefer_fork_safe_numba() -> None:
 
 def worker_options(workers: int) -> dict[str, Any]:
     """DataLoader keyword arguments for `workers` background processes: the start method (fork, or a fork server
-    when GNU OpenMP already runs in this process) and `threads.data_worker_init` (one thread, signals ignored)."""
+    when GNU OpenMP already runs in this process), `threads.data_worker_init` (one thread, signals ignored), and a
+    generator of its own: a DataLoader otherwise draws its base seed from torch's global generator whenever it
+    starts iterating, which would shift the dropout masks of a resumed run against an uninterrupted one (the data
+    itself is keyed by step, not by that seed)."""
     import numba
 
     from .threads import data_worker_init
 
+    generator = torch.Generator().manual_seed(0)
     if workers <= 0:
-        return {"num_workers": 0}
+        return {"num_workers": 0, "generator": generator}
     try:
         method = "forkserver" if numba.threading_layer() == "omp" else "fork"
     except ValueError:
         method = "fork"
-    return {"num_workers": workers, "multiprocessing_context": method, "worker_init_fn": data_worker_init}
+    return {"num_workers": workers, "multiprocessing_context": method, "worker_init_fn": data_worker_init,
+            "generator": generator}
 
 
 MESSAGE_BYTES = 16 << 20
