@@ -4,7 +4,7 @@ The kernel is a concatenation of scales: scale i is a learned vector w_i of leng
 `2^max(0, i-1)` and weighted by `alpha^i` (alpha per channel, learned), so the scales cover lags
 `[0, d), [d, 2d), [2d, 4d), ...`, enough scales to reach l_max. The kernel is divided by its norm at init (kept as a
 buffer), and the layer is `GELU(K * u + D u)` (docs/models.md, Reference models). Table 2: d = 4096, w_i ~
-N(0, d^-2), the number of scales from l_max, alpha fixed at init by `alpha_min = alpha_max`.
+N(0, d^-2), the number of scales from l_max, alpha starting at `alpha_min = alpha_max`.
 
 Example:
     >>> import torch
