@@ -20,7 +20,7 @@ from numba import njit, prange  # noqa: E402
 from ._pathfinder_geom import draw_label, draw_max, undo_to  # noqa: E402
 from ._pathfinder_lanczos import label_path_reference  # noqa: E402
 from ._pathfinder_snake import (  # noqa: E402
-    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
+    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DIST_CONTRAST, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
     MARKER_I, MARKER_R, MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip,
     seed_first_dash, start_path, translate,
 )
@@ -132,7 +132,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     nring = tables[6][mi]
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
-            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi])
+            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14][mi])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):
@@ -180,17 +180,19 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
                 draw_label(lab, value, ip[KLAB], py, px, ang, ell, ht, sub, aa, rho)
         if ip[LABEL_REF]:  # the rule only reads the finished geometry: no random draws depend on it
             label_path_reference(lab, value, rec[k], nrec[k], ell, ht, sub, aa, ip[LZ_OFF], tables[13], REF_LEVEL)
+    dd = np.zeros((size, size), dtype=np.uint8)  # distractor dash counts: their own contrast
+    maxdd = 0
     for d in range(nplaced):
         for j in range(dnrec[d]):
-            maxd = max(maxd, draw_max(img, int(drec[d, j, 0]), int(drec[d, j, 1]), drec[d, j, 2], ell, ht, 0.0,
-                                      sub, aa, rho))
+            maxdd = max(maxdd, draw_max(dd, int(drec[d, j, 0]), int(drec[d, j, 1]), drec[d, j, 2], ell, ht, 0.0,
+                                        sub, aa, rho))
     maxm = draw_max(mk, origin_tips[origin, 0], origin_tips[origin, 1], 0.0, 0.0, 0.0, fp[MARKER_R], sub, aa, rho)
     maxm = max(maxm, draw_max(mk, terminal_tips[terminal, 0], terminal_tips[terminal, 1], 0.0, 0.0, 0.0,
                               fp[MARKER_R], sub, aa, rho))
     if ip[MARK_DIST]:
         for d in range(nplaced):
             maxm = max(maxm, draw_max(mk, dmark[d, 0], dmark[d, 1], 0.0, 0.0, 0.0, fp[MARKER_R], sub, aa, rho))
-    quantise(img, mk, maxd, maxm, full, fp[CONTRAST], fp[MARKER_I])
+    quantise(img, dd, mk, maxd, maxdd, maxm, full, fp[CONTRAST], fp[DIST_CONTRAST], fp[MARKER_I])
     meta[0] = connected
     meta[1] = origin
     meta[2] = terminal
@@ -217,21 +219,25 @@ def level(v, vmax):
 
 
 @njit(cache=True)
-def quantise(img, mk, maxd, maxm, full, contrast, marker_i):
-    """img = rint(255 * clip(v / max v, 0, 1)) with v = max(contrast * dash cov, marker_i * marker cov).
+def quantise(img, dd, mk, maxd, maxdd, maxm, full, contrast, dist_contrast, marker_i):
+    """img = rint(255 * clip(v / max v, 0, 1)), v = max(contrast * main-path dash cov, dist_contrast * distractor
+    dash cov, marker_i * marker cov); img holds the main-path counts on entry, dd the distractors', mk the markers'.
 
-    v / max is monotone in each count, so two lookup tables give exactly the pixel-wise formula.
+    v / max is monotone in each count, so three lookup tables give exactly the pixel-wise formula (with
+    dist_contrast == contrast this equals one table applied to the larger of the two dash counts).
     """
-    vmax = max(contrast * (maxd / full), marker_i * (maxm / full))
+    vmax = max(contrast * (maxd / full), dist_contrast * (maxdd / full), marker_i * (maxm / full))
     lut_d = np.zeros(full + 1, dtype=np.uint8)
+    lut_dd = np.zeros(full + 1, dtype=np.uint8)
     lut_m = np.zeros(full + 1, dtype=np.uint8)
     for k in range(full + 1):
         lut_d[k] = level(contrast * (k / full), vmax)
+        lut_dd[k] = level(dist_contrast * (k / full), vmax)
         lut_m[k] = level(marker_i * (k / full), vmax)
     size = img.shape[0]
     for y in range(size):
         for x in range(size):
-            a = lut_d[img[y, x]]
+            a = max(lut_d[img[y, x]], lut_dd[dd[y, x]])
             b = lut_m[mk[y, x]]
             img[y, x] = a if a > b else b
 

@@ -33,7 +33,7 @@ from ._pathfinder_geom import commit_template, template_fits  # noqa: E402
 SIZE, AA, PAD, SEED_DIST, CL, DL, ND, SEED_TRIALS, DASH_TRIALS, DIST_ATTEMPTS, MAX_PAIR, KFREE, KOVER, KLAB, \
     MARK_DIST, COMMIT_LAST, REJECT_TRIES, LABEL_REF, LZ_OFF = range(19)
 # float parameters (fp)
-LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO = range(8)
+LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO, DIST_CONTRAST = range(9)
 
 HALF_PI = math.pi / 2.0
 TWO_PI = 2.0 * math.pi
@@ -255,14 +255,17 @@ def start_path(k, ps, rec, nrec, ty, tx, theta, tid, hy, hx, vy, vx):
 def seed_first_dash(occ, kfree, band, m, ip, fp, tabs, rng, out):
     """Up to seed_trials trials of (theta, tail); out = (ty, tx, theta_deg, hy, hx, vy, vx).
 
-    Returns 1 on success, 0 if every trial left the image, -1 if A was empty (the attempt fails).
+    Returns 1 on success, 0 if every trial left the image, -1 if A was empty or the orientation cannot seed
+    (tabs[14][deg + 180] == 0, `_pathfinder_tables.seedable_orientations`; the attempt fails).
     """
-    runs, nruns = tabs[12], tabs[13]
+    runs, nruns, seedable = tabs[12], tabs[13], tabs[14]
     size = ip[SIZE]
     ell = fp[LEN]
     tail = np.empty(2, dtype=np.int64)
     for _ in range(ip[SEED_TRIALS]):
         deg = randint(rng, 360) - 180
+        if seedable[deg + 180] == 0:
+            return -1
         if not sample_tail(occ, kfree, band, ip[PAD], runs[deg + 180], nruns[deg + 180], ip[REJECT_TRIES], rng,
                            tail):
             return -1

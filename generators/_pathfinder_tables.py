@@ -148,3 +148,63 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
     return (ring_y, ring_x, order, atan_tab, np.array(r1s, dtype=np.int64), hw,
             np.array([len(r[0]) for r in rings], dtype=np.int64), np.concatenate(pools), np.concatenate(metas),
             ring_tpl, seed_tpl, runs, np.stack([z[1] for z in zone_list]))
+
+
+
+def reference_seed_struct(theta: float, length: int, thickness: float, margin: int, aa: int) -> np.ndarray:
+    """The reference's first-dash structuring element at angle theta: (2 (L + m) + 1)^2 bool, the dash starting
+    at [L + m + 1]^2 (one pixel below and right of the centre, the dilation's anchor).
+
+    Drawn as the reference draws it (drewlinsley/pathfinder `snakes.draw_line_n_mask` then `.astype(uint8)`): a
+    PIL line of width round(t aa) from the centre of a (L + ceil t + m) 2 aa + 1 canvas to the ceiling-rounded
+    head, dilated by a disk of radius m aa, 0/255, Lanczos-resized as an 8-bit image to (L + ceil t + m) 2 + 1
+    (`_pathfinder_lanczos.resize_uint8`, PIL's rule), placed around the start and clipped; True where it is 255.
+    """
+    from PIL import Image, ImageDraw
+    from scipy.ndimage import grey_dilation
+
+    from ._pathfinder_lanczos import resize_uint8
+
+    half = length + int(math.ceil(thickness)) + margin
+    n_big, c = 2 * half * aa + 1, half * aa
+    hy = int(math.ceil(c + length * aa * math.sin(theta)))
+    hx = int(math.ceil(c + length * aa * math.cos(theta)))
+    line = Image.new("F", (n_big, n_big), "black")
+    ImageDraw.Draw(line).line([(c, c), (hx, hy)], fill="white", width=int(round(thickness * aa)))
+    r = margin * aa
+    yy, xx = np.mgrid[-r:r + 1, -r:r + 1]
+    halo = grey_dilation(np.array(line), footprint=yy * yy + xx * xx <= r * r, mode="constant", cval=0.0)
+    small = resize_uint8(halo.astype(np.uint8), 2 * half + 1, 2 * half + 1)  # (2 half + 1)^2, 255 inside
+    w = length + margin
+    struct = np.zeros((2 * w + 1, 2 * w + 1), dtype=bool)
+    start = w + 1  # the canvas index of the dash's first pixel; small's centre `half` lands there
+    for y in range(2 * w + 1):
+        for x in range(2 * w + 1):
+            sy, sx = y - start + half, x - start + half
+            if 0 <= sy <= 2 * half and 0 <= sx <= 2 * half:
+                struct[y, x] = small[sy, sx] == 255
+    return struct
+
+
+def seedable_orientations(dash_length: float, thickness: float, margin: int, aa: int) -> np.ndarray:
+    """(360,) int64: 1 where the reference generator could seed a path's first dash at degree index - 180.
+
+    The reference finds first-dash tails by dilating the occupancy map (cv2.dilate) with `reference_seed_struct`.
+    Pixels where every offset of that element falls outside the image come out as -DBL_MAX (OpenCV ignores
+    samples beyond the border), and the reference then treats the whole map as unavailable
+    (`find_available_coordinates` returns nothing when the map has a negative value): that orientation never
+    seeds. With offsets d = element pixel - anchor, an orientation seeds iff d reaches all four closed quadrants
+    (each image corner sees at least one offset inside the image). At LRA's 32 and 64 settings most orientations
+    fail this; from margin 3 up none does.
+
+    >>> int(seedable_orientations(2, 0.5, 1, 2).sum()), int(seedable_orientations(5, 1.5, 3, 2).sum())
+    (30, 360)
+    """
+    length = int(round(dash_length))  # the reference's canvases need an integer length
+    w = length + margin
+    out = np.zeros(360, dtype=np.int64)
+    for i in range(360):
+        dy, dx = np.nonzero(reference_seed_struct((i - 180) * DEG, length, thickness, margin, aa))
+        dy, dx = dy - w, dx - w
+        out[i] = all(((sy * dy >= 0) & (sx * dx >= 0)).any() for sy in (1, -1) for sx in (1, -1))
+    return out

@@ -215,13 +215,16 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=16)
-def kernel_params(config: PathfinderConfig) -> tuple:
-    """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
-    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`)."""
+def kernel_params(config: PathfinderConfig, distractor_contrast: float | None = None,
+                  seed_rule: bool = False) -> tuple:
+    """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables`, the
+    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`) and the orientations a first dash may
+    take per margin (all of them; with `seed_rule`, `_pathfinder_tables.seedable_orientations`). Distractor dashes
+    are drawn at `distractor_contrast` (None: `config.snake_contrast`). `pathfinder_lra` sets both."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
-    from ._pathfinder_tables import build_tables
+    from ._pathfinder_tables import build_tables, seedable_orientations
 
     kfree, kover, klab = _count_thresholds(config)
     off, taps = interior_taps(config.aa)
@@ -236,16 +239,22 @@ def kernel_params(config: PathfinderConfig) -> tuple:
                        (sn.COMMIT_LAST, int(config.commit_last_dash_of_path0)), (sn.REJECT_TRIES, REJECT_TRIES),
                        (sn.LABEL_REF, int(config.label_rule == "reference")), (sn.LZ_OFF, off)):
         ip[idx] = value
-    fp = np.zeros(8, dtype=np.float64)
+    fp = np.zeros(9, dtype=np.float64)
     for idx, value in ((sn.LEN, config.dash_length), (sn.HT, config.dash_thickness / 2.0),
                        (sn.CONT, config.continuity), (sn.MARKER_R, config.marker_radius),
                        (sn.CONTRAST, config.snake_contrast), (sn.MARKER_I, config.marker_intensity),
-                       (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa))):
+                       (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa)),
+                       (sn.DIST_CONTRAST, config.snake_contrast if distractor_contrast is None
+                        else distractor_contrast)):
         fp[idx] = value
     margins = np.array(config.margin_list, dtype=np.int64)
     tables = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum)
+    seedable = np.ones((len(config.margin_list), 360), dtype=np.int64)  # tables[14]
+    if seed_rule:
+        seedable = np.stack([seedable_orientations(config.dash_length, config.dash_thickness, m, config.aa)
+                             for m in config.margin_list])
+    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, seedable)
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",
@@ -364,10 +373,12 @@ class Pathfinder(Task[PathfinderConfig]):
         return statistics_markdown(config, stats, preset)
 
 
-def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True
+def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True,
+                           distractor_contrast: float | None = None, seed_rule: bool = False
                            ) -> dict[str, np.ndarray]:
     """`Pathfinder.generate`, plus each image's dash geometry when `geometry` is true (tests, figures).
 
+    `distractor_contrast` and `seed_rule`: see `kernel_params` (`pathfinder_lra`'s settings).
     Geometry fields: `main_dashes` (n, 2, contour_length, 5) and `distractor_dashes` (n, num_distractors,
     distractor_length, 5) as (tail y, tail x, angle, pivot y, pivot x) per dash (rows past `n_distractors` are
     unused), and `distractor_markers` (n, num_distractors, 2).
@@ -385,7 +396,7 @@ def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry:
     rows = n if geometry else 0
     geo = (np.zeros((rows, 2, config.contour_length, 5)), np.zeros((rows, nd, dl, 5)),
            np.zeros((rows, nd), dtype=np.int64), np.zeros((rows, nd, 2), dtype=np.int64))
-    ip, fp, margins, sub, tables = kernel_params(config)
+    ip, fp, margins, sub, tables = kernel_params(config, distractor_contrast, seed_rule)
     if n:
         with numba.parallel_chunksize(1):  # per-image cost is heavy-tailed: hand out images one at a time
             fill_batch(keys, ip, fp, margins, sub, tables, images, labels, meta, *geo)

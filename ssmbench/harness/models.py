@@ -38,7 +38,8 @@ from .backbone import SequenceModel
 log = logging.getLogger(__name__)
 
 MIXER_RESERVED = ("self", "d_model", "l_max", "bidirectional", "dropout", "layer_idx")
-BACKBONE_KEYS = ("d_model", "n_layers", "norm", "prenorm", "out_proj", "dropout", "bidirectional", "norm_eps")
+BACKBONE_KEYS = ("d_model", "n_layers", "norm", "prenorm", "out_proj", "dropout", "bidirectional", "norm_eps",
+                 "pool")
 
 
 def resolve(model: str | Callable[..., Any]) -> tuple[Any, str]:
@@ -97,7 +98,7 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
         model: a registered name, `module:Class`, a mixer class or a factory.
         spec: the task's Spec.
         overrides: `model.*` keys (the prefix is optional); values may be strings from the command line.
-            Backbone keys: d_model, n_layers, norm, prenorm, out_proj, dropout, bidirectional, norm_eps; every other
+            Backbone keys: d_model, n_layers, norm, prenorm, out_proj, dropout, bidirectional, norm_eps, pool; every other
             key must be a parameter named by the mixer's `__init__` (or the factory's signature).
         allow_noncausal: accept a mixer declaring `causal = False` on a causal task (results are non-compliant).
 
