@@ -31,7 +31,7 @@ from ..errors import ConfigError, DatasetError
 
 log = logging.getLogger(__name__)
 
-FOLDER_TASKS = ("listops_subtrees", "listops", "pathfinder")
+FOLDER_TASKS = ("listops_subtrees", "listops", "pathfinder", "pathfinder_lra")
 """Tasks trained from a dataset folder rather than a fresh stream."""
 
 

@@ -4,8 +4,9 @@ The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style 
 preset name, a task and a model into the keys to apply, with the row's source:
 
 * `quick`: the family's keys, then the model's, then the task's;
-* `paper`: the row `dlr_paper/<family>/<model>`, where the family is `atomic` (L other than 512), `atomic512`,
-  `long_shift` (`shift` at L >= 2^14), `listops` or `pathfinder<S>`; a full row name is accepted too.
+* `paper`: the row `<paper>/<family>/<model>`, where the family is `atomic` (L other than 512), `atomic512`,
+  `long_shift` (`shift` at L >= 2^14), `listops`, `pathfinder<S>` (the DLR paper's rows, `dlr_paper/...`) or
+  `lra_pathfinder<S>` (LRA Pathfinder: the LRU, LaS and S4 rows); a full row name is accepted too.
 
 Example:
     >>> p = resolve_preset("paper", "cumsum", "dlr", length=None)
@@ -63,6 +64,8 @@ def family_of(task: str, length: int | None = None, size: int | None = None, def
         return "lra_listops"
     if task == "pathfinder":
         return f"pathfinder{size or 128}"
+    if task == "pathfinder_lra":
+        return f"lra_pathfinder{size or 32}"
     return task
 
 
@@ -88,9 +91,9 @@ def resolve_preset(preset: str, task: str, model: str, length: int | None = None
     rows = data["rows"]
     if preset == "paper":
         family = family_of(task, length, size)
-        name = f"dlr_paper/{family}/{model}"
+        name = next((r for r in rows if r.split("/", 1)[1] == f"{family}/{model}"), f"dlr_paper/{family}/{model}")
         if name not in rows:
-            have = sorted(r for r in rows if r.startswith(f"dlr_paper/{family}/"))
+            have = sorted(r for r in rows if r.split("/")[1] == family)
             if not have:  # e.g. Pathfinder at a size the paper did not run: name the families it did run
                 stem = family.rstrip("0123456789")
                 have = sorted({r.rsplit("/", 1)[0] for r in rows if r.split("/")[1].rstrip("0123456789") == stem})
