@@ -328,12 +328,7 @@ class Pathfinder(Task[PathfinderConfig]):
         >>> p.size, p.seed_distance, p.marker_radius, p.dash_length, p.dash_thickness, p.margin_list
         (200, 21, 3.281, 6.25, 1.562, (3,))
         """
-        r = size / config.size
-        margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
-        return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
-                                   marker_radius=round(config.marker_radius * r, 3),
-                                   dash_length=round(config.dash_length * r, 3),
-                                   dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins)
+        return scale_lengths(config, size)
 
     def oracle(self, config: PathfinderConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Recompute what the stored fields determine, in plain NumPy.
@@ -371,6 +366,18 @@ class Pathfinder(Task[PathfinderConfig]):
         plain = dataclasses.replace(config, label_rule="coverage")  # the presets under either label rule
         preset = next((name for name, p in PRESETS.items() if p == plain), None)
         return statistics_markdown(config, stats, preset)
+
+
+def scale_lengths(config: Any, size: int, **extra: Any) -> Any:
+    """`config` (a `pathfinder` or `pathfinder_lra` config) at image side `size`, every length scaled by
+    size / config.size: seed distance rounded and margins rounded down (both at least 1), circle radius, dash
+    length and width to 0.001; `extra` fields replaced as given."""
+    r = size / config.size
+    margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
+    return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
+                               marker_radius=round(config.marker_radius * r, 3),
+                               dash_length=round(config.dash_length * r, 3),
+                               dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins, **extra)
 
 
 def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True,

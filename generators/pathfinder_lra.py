@@ -53,7 +53,6 @@ dimmer than distractors):
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ import numpy as np
 from ssmbench.api import Field, Spec, Task, TaskConfig
 from ssmbench.errors import ConfigError
 
-from .pathfinder import PathfinderConfig, generate_with_geometry
+from .pathfinder import PathfinderConfig, generate_with_geometry, scale_lengths
 
 
 @dataclass(frozen=True)
@@ -205,19 +204,14 @@ class PathfinderLRA(Task[PathfinderLRAConfig]):
 
     def resize_config(self, config: PathfinderLRAConfig, size: int) -> PathfinderLRAConfig:
         """`config` (the preset of the nearest size) drawn at image side `size`, every length scaled with it
-        (as `pathfinder` does: seed distance rounded, margins rounded down, both at least 1; lengths to 0.001).
+        (`pathfinder.scale_lengths`, as `pathfinder` does), the border padding too.
 
         >>> c = PathfinderLRA().resize_config(PRESETS["128"], 100)
         >>> c.seed_distance, c.marker_radius, c.dash_length, c.dash_thickness, c.margin_list
         (16, 2.344, 3.906, 1.172, (1, 2))
         """
-        r = size / config.size
-        margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
-        return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
-                                   padding=max(1, round(config.padding * r)) if config.padding else 0,
-                                   marker_radius=round(config.marker_radius * r, 3),
-                                   dash_length=round(config.dash_length * r, 3),
-                                   dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins)
+        padding = max(1, round(config.padding * size / config.size)) if config.padding else 0
+        return scale_lengths(config, size, padding=padding)
 
     def oracle(self, config: PathfinderLRAConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Recompute the label from the stored geometry, in plain NumPy.
