@@ -176,6 +176,10 @@ class PathfinderLRA(Task[PathfinderLRAConfig]):
     default_split: ClassVar[Mapping[str, float]] = {"train": 0.8, "val": 0.1, "test": 0.1}
     preset_option: ClassVar[str] = "size"  # type: ignore[assignment]
     hf_task_category: ClassVar[str] = "image-classification"
+    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
+
+    def paper_family(self, config: PathfinderLRAConfig) -> str:
+        return f"lra_pathfinder{config.size}"  # the LRU / LaS / S4 rows per image side (no DLR paper row)
 
     def spec(self, config: PathfinderLRAConfig) -> Spec:
         s = config.size

@@ -11,12 +11,13 @@ from torch import nn
 
 import ssmbench
 from ssmbench.data.build import generate_dataset
-from ssmbench.data.task_config import resolve_config
 from ssmbench.errors import ConfigError, SsmbenchError
 from ssmbench.harness.backbone import SequenceModel, resolve_pool
-from ssmbench.harness.evaluation import check_direction, resolve_run_config
+from ssmbench.harness.facts import check_direction
 from ssmbench.harness.presets import resolve_preset
+from ssmbench.harness.run_config import RunConfig
 from ssmbench.registry import get_task
+from ssmbench.task_config import resolve_config
 
 TINY = {"model.d_model": 8, "model.n_layers": 1, "model.d_state": 16, "train.steps": 6, "train.warmup_steps": 1,
         "train.eval_every": 3, "train.log_every": 1, "train.batch_size": 4, "eval.val_samples": 8,
@@ -72,7 +73,7 @@ def test_a_run_scores_accuracy_on_one_label_per_image(folder, tmp_path):
 
 def test_a_causal_only_mixer_is_refused(folder):
     tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
-    cfg = resolve_run_config("user_mixers:CumMeanMixer", "pathfinder_lra", data=folder, overrides=tiny)
+    cfg = RunConfig.resolve("user_mixers:CumMeanMixer", "pathfinder_lra", data=folder, overrides=tiny)
     with pytest.raises(SsmbenchError, match="causal-only"):
         check_direction(cfg, get_task("pathfinder_lra").spec(get_task("pathfinder_lra").presets["32"]))
 
@@ -91,9 +92,11 @@ def test_a_causal_only_mixer_is_refused(folder):
     ("s4d", 128, "s4_repo/lra_pathfinder128/s4d", {"train.lr": 5e-4, "model.lr_ssm": 5e-4, "train.batch_size": 16}),
 ])
 def test_paper_rows_hold_the_tables_values(model, size, row, expect):
-    p = resolve_preset("paper", "pathfinder_lra", model, size=size)
+    task = get_task("pathfinder_lra")
+    p = resolve_preset("paper", task, model, task.presets[str(size)], size=size)
     assert p.name == row and p.keys["model.pool"] == "mean" and p.keys["model.norm"] == "batch"
     assert {k: p.keys[k] for k in expect} == expect
     with pytest.raises(ConfigError, match="lra_pathfinder64"):
-        resolve_preset("paper", "pathfinder_lra", "lru", size=64)
-    assert resolve_preset("paper", "pathfinder", "dlr", size=128).name == "dlr_paper/pathfinder128/dlr"
+        resolve_preset("paper", task, "lru", task.presets["64"], size=64)
+    pathfinder = get_task("pathfinder")
+    assert resolve_preset("paper", pathfinder, "dlr", pathfinder.presets["128"]).name == "dlr_paper/pathfinder128/dlr"
