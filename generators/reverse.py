@@ -63,7 +63,7 @@ class Reverse(Task[ReverseConfig]):
     default_n = 16000
 
     def spec(self, config: ReverseConfig):
-        return atomic_spec(2 * config.L, 3, config.L, 1)
+        return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
     def generate(self, config: ReverseConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

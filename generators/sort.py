@@ -66,7 +66,7 @@ class Sort(Task[SortConfig]):
     default_n = 16000
 
     def spec(self, config: SortConfig):
-        return atomic_spec(2 * config.L, 3, config.L, 1)
+        return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
     def generate(self, config: SortConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

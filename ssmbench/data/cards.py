@@ -72,7 +72,9 @@ def size_category(n: int) -> str:
 
 
 def _regenerate_command(manifest: dict[str, Any]) -> str:
-    argv = manifest.get("command", {}).get("argv") or []
+    from .command import portable_argv
+
+    argv = portable_argv(manifest.get("command", {}).get("argv") or [])
     if argv:
         return "ssmbench " + " ".join(argv)
     return f"ssmbench generate {manifest['task']} --seed {manifest['seeding']['root_seed']}"

@@ -54,6 +54,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
     from ..config import config_from_dict
+    from .command import portable_argv
 
     config = config_from_dict(task.Config, plan.config)
     spec = task.spec(config)
@@ -94,7 +95,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
         "splits": splits, "content_digest": content_digest(root, plan), "files": files,
         "statistics": {s: merge_statistics(records[s]) for s in SPLIT_ORDER},
         "environment": {**environment(), SVML_VARIABLE: os.environ.get(SVML_VARIABLE, "")},
-        "command": {"argv": list(argv or []), "explicit": list(explicit or [])},
+        "command": {"argv": portable_argv(argv or []), "explicit": list(explicit or [])},
         **(extras or {}),
         "build_identity": plan.identity(),
         "created_utc": created_utc(),
