@@ -43,6 +43,8 @@ PAPER: dict[str, list[str]] = {
 }
 REDUCED = {"shift-4096-ci": ["generate", "shift", "--length", "4096", "--n", "200"]}
 """A reduced-n twin of shift-4096 (same config, first samples of each split): rebuilt by the tests in seconds."""
+DESCRIPTIONS = {"shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by "
+                                  "the tests on every machine"}
 GOAL_S = 30 * 60
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,10 +54,15 @@ def ssmbench_cli() -> str:
     return str(exe) if exe.exists() else "ssmbench"
 
 
-def _tree_rss(root_pid: int) -> int:
-    """Resident bytes of `root_pid` and all its descendants (from /proc)."""
+def _tree_sample(root_pid: int) -> tuple[int, dict[tuple[int, int], float]]:
+    """(resident bytes, {(pid, start tick): CPU seconds}) of `root_pid` and all its descendants, from /proc.
+
+    CPU is read per process because the build's workers are children of multiprocessing's forkserver, whose
+    rusage never reaches the parent's wait4.
+    """
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    info: dict[int, tuple[int, int, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -63,27 +70,34 @@ def _tree_rss(root_pid: int) -> int:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            info[int(entry)] = (int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), int(fields[19]),
+                                (int(fields[11]) + int(fields[12])) / tick)
         except (OSError, IndexError, ValueError):
             continue
-    total, todo = 0, [root_pid]
+    total, cpu, todo = 0, {}, [root_pid]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        if pid in info:
+            rss, start, seconds = info[pid]
+            total += rss
+            cpu[(pid, start)] = seconds
         todo += children.get(pid, [])
-    return total
+    return total, cpu
 
 
 def measured(cmd: list[str], nice: int, log, stdout=None) -> dict:
-    """Run `cmd`; wall and CPU seconds (with its children), peak RSS of the tree and of one process."""
+    """Run `cmd`; wall and CPU seconds of its process tree, peak RSS of the tree and of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(["nice", "-n", str(nice), *cmd], stdout=stdout or log, stderr=log)
     peak = [0]
+    cpu: dict[tuple[int, int], float] = {}
     done = threading.Event()
 
     def poll() -> None:
-        while not done.wait(0.2):
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+        while not done.wait(0.1):
+            rss, seen = _tree_sample(proc.pid)
+            peak[0] = max(peak[0], rss)
+            cpu.update(seen)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -91,7 +105,8 @@ def measured(cmd: list[str], nice: int, log, stdout=None) -> dict:
     done.set()
     thread.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"rc": proc.returncode, "wall_s": time.perf_counter() - t0, "cpu_s": usage.ru_utime + usage.ru_stime,
+    return {"rc": proc.returncode, "wall_s": time.perf_counter() - t0,
+            "cpu_s": max(usage.ru_utime + usage.ru_stime, sum(cpu.values())),
             "peak_rss_tree": peak[0], "peak_rss_process": usage.ru_maxrss * 1024}
 
 
@@ -99,33 +114,19 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def catalog_entry(name: str, argv: list[str], workers: int, folder: Path, build: dict) -> dict:
-    """The catalogue entry of a verified folder (see ssmbench.data.catalog for the format)."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    shards = [{"path": sh["path"], "num_bytes": sh["num_bytes"], "sha256": sh["sha256"],
-               "content": {k: v[:16] for k, v in sorted(sh["content_sha256"].items())}}
-              for split in ("train", "val", "test") for sh in manifest["splits"][split]["shards"]]
-    return {
-        "description": manifest["name"], "task": manifest["task"], "task_version": str(manifest["task_version"]),
-        "dataset_id": manifest["dataset_id"], "folder": manifest["name"], "content_digest": manifest["content_digest"],
-        "build": {"argv": argv, "workers": workers, "wall_s": round(build["wall_s"], 1),
-                  "cpu_s": round(build["cpu_s"], 1)},
-        "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}"
-                  for k, v in sorted(manifest["storage"]["fields"].items())},
-        "environment": {k: manifest["environment"][k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")},
-        "num_samples": {s: manifest["splits"][s]["num_samples"] for s in ("train", "val", "test")},
-        "num_bytes": sum(sh["num_bytes"] for sh in shards) + sum(f["num_bytes"] for f in manifest.get("files", [])),
-        "files": [{"path": f["path"], "num_bytes": f["num_bytes"], "sha256": f["sha256"]}
-                  for f in manifest.get("files", []) if f["path"] != "preview.png"],
-        "shards": shards,
-    }
-
-
 def write_catalog(path: Path, entries: dict[str, dict]) -> None:
+    """Merge `entries` into the catalogue at `path`: one line per field and per shard, so diffs stay readable."""
     cat = json.loads(path.read_text()) if path.exists() else {"format": 1, "datasets": {}}
     cat["datasets"].update(entries)
-    cat["datasets"] = dict(sorted(cat["datasets"].items()))
-    path.write_text(json.dumps(cat, indent=1, sort_keys=False) + "\n")
+    blocks = []
+    for name, entry in sorted(cat["datasets"].items()):
+        fields = [f'  {json.dumps(k)}: {json.dumps(v)}' for k, v in entry.items() if k != "shards"]
+        shards = ",\n".join(f"   {json.dumps(sh)}" for sh in entry.get("shards", []))
+        fields.append(f'  "shards": [\n{shards}]')
+        blocks.append(f" {json.dumps(name)}: {{\n" + ",\n".join(fields) + "}")
+    text = '{"format": 1, "datasets": {\n' + ",\n".join(blocks) + "}}\n"
+    assert json.loads(text) == cat
+    path.write_text(text)
 
 
 def with_n(argv: list[str], n: int) -> list[str]:
@@ -165,7 +166,10 @@ def run_one(name: str, argv: list[str], args, log) -> dict:
     row["extrapolated"] = n != full_n
     row["scale"] = full_n / n
     if not row["verify"]["rc"] and n == full_n and args.catalog:
-        write_catalog(args.catalog, {name: catalog_entry(name, argv, args.workers, folder, build)})
+        from ssmbench.data.get import entry_from_folder
+
+        write_catalog(args.catalog, {name: entry_from_folder(folder, argv, args.workers, build, DESCRIPTIONS.get(
+            name, f"the paper's {folder.name}: ssmbench {' '.join(argv)}"))})
     return row
 
 

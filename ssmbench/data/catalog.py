@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DatasetError
-from ..plain import human_bytes
+from ..plain import human_bytes, human_seconds
 
 BUILTIN = "<built-in>"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -51,7 +51,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """One dataset a catalogue knows how to fetch."""
+    """One dataset a catalogue knows how to fetch (`sources`) or rebuild (`build`), and check (`shards`)."""
 
     name: str
     sources: tuple[str, ...]
@@ -62,11 +62,28 @@ class CatalogEntry:
     dataset_id: str | None = None
     description: str = ""
     catalog: str = BUILTIN
+    folder: str | None = None
+    """The folder name `generate` gives it (`<task>-<preset>[-<config hash>]`); `get` stores it under `name`."""
+    content_digest: str | None = None
+    build: dict[str, Any] = field(default_factory=dict)
+    """{"argv": ["generate", TASK, ...], "workers": W, "wall_s": ..., "cpu_s": ...}: how it was built here."""
+    shards: tuple[dict[str, Any], ...] = ()
+    """Every shard: {"path", "num_bytes", "sha256", "content": {field: first 16 hex of its content sha256}}."""
+    files: tuple[dict[str, Any], ...] = ()
+    codec: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    num_samples: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def folder_name(self) -> str:
+        return self.folder or self.name
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "sources": list(self.sources), "manifest_sha256": self.manifest_sha256,
                 "num_bytes": self.num_bytes, "task": self.task, "task_version": self.task_version,
-                "dataset_id": self.dataset_id, "description": self.description, "catalog": self.catalog}
+                "dataset_id": self.dataset_id, "description": self.description, "catalog": self.catalog,
+                "folder": self.folder_name, "content_digest": self.content_digest, "build": self.build,
+                "codec": self.codec, "num_samples": self.num_samples, "shards": len(self.shards)}
 
 
 @dataclass
@@ -99,8 +116,17 @@ def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
     sources = raw.get("sources", [raw["url"]] if "url" in raw else [])
     if isinstance(sources, str):
         sources = [sources]
-    if not sources or not all(isinstance(s, str) and s for s in sources):
-        raise ConfigError(where, "needs `sources`, a list of base URLs (https://..., hf://datasets/...)")
+    build = raw.get("build") or {}
+    argv = build.get("argv") if isinstance(build, dict) else None
+    if build and not (isinstance(argv, list) and argv[:1] == ["generate"] and all(isinstance(a, str) for a in argv)):
+        raise ConfigError(where, 'build.argv must be a list of strings starting with "generate"')
+    if not all(isinstance(s, str) and s for s in sources) or not (sources or build):
+        raise ConfigError(where, "needs `sources`, a list of base URLs (https://..., hf://datasets/...), "
+                          "or `build`, the generate command that rebuilds it")
+    shards = raw.get("shards") or []
+    for sh in shards:
+        if not (isinstance(sh, dict) and isinstance(sh.get("path"), str) and _SHA256.match(str(sh.get("sha256")))):
+            raise ConfigError(where, f"shard {sh!r} needs a path and a 64-hex sha256")
     sha = raw.get("manifest_sha256")
     if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
         raise ConfigError(where, f"manifest_sha256 must be 64 lower-case hex digits, got {sha!r}")
@@ -110,7 +136,10 @@ def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
     return CatalogEntry(name=name, sources=tuple(sources), manifest_sha256=sha, num_bytes=size,
                         task=raw.get("task"), task_version=raw.get("task_version"),
                         dataset_id=raw.get("dataset_id"), description=str(raw.get("description", "")),
-                        catalog=origin)
+                        catalog=origin, folder=raw.get("folder"), content_digest=raw.get("content_digest"),
+                        build=dict(build), shards=tuple(shards), files=tuple(raw.get("files") or ()),
+                        codec=dict(raw.get("codec") or {}), environment=dict(raw.get("environment") or {}),
+                        num_samples=dict(raw.get("num_samples") or {}))
 
 
 def parse_catalog(obj: Any, origin: str) -> dict[str, CatalogEntry]:
@@ -173,17 +202,24 @@ def _host(source: str) -> str:
     return source.split("://", 1)[-1].split("/", 1)[0]
 
 
+def build_time(entry: CatalogEntry) -> str:
+    """The entry's measured build time (wall, with its workers), or '-' when it is only downloaded."""
+    if not entry.build.get("wall_s"):
+        return "-"
+    return f"{human_seconds(float(entry.build['wall_s']))} ({entry.build.get('workers', 1)} workers)"
+
+
 def catalog_table(cat: Catalog) -> str:
-    """The `ssmbench ls datasets` table: name, size, task, hosts, catalogue file."""
+    """The `ssmbench ls datasets` table: name, size, task, samples, build time, where it comes from, catalogue."""
     if not len(cat):
-        return ("(no datasets in the catalogues: the built-in one stays empty until datasets are published; "
-                "add yours with --catalog FILE or $SSMBENCH_CATALOG)")
-    rows = [("name", "size", "task", "hosted at", "catalogue")]
+        return ("(no datasets in the catalogues; add yours with --catalog FILE or $SSMBENCH_CATALOG)")
+    rows = [("name", "size", "task", "samples", "build (measured)", "from", "catalogue")]
     for name in cat:
         e = cat[name]
         task = f"{e.task} v{e.task_version}" if e.task and e.task_version else (e.task or "?")
-        rows.append((name, human_bytes(e.num_bytes), task, ", ".join(dict.fromkeys(map(_host, e.sources))),
-                     e.catalog))
+        hosts = ", ".join(dict.fromkeys(map(_host, e.sources))) or "rebuilt here (ssmbench get)"
+        rows.append((name, human_bytes(e.num_bytes), task, f"{sum(e.num_samples.values()):,}" if e.num_samples
+                     else "?", build_time(e), hosts, "built-in" if e.catalog == BUILTIN else e.catalog))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
                      for r in rows)

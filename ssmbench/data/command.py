@@ -10,7 +10,7 @@ pairs, so the command still says everything), and `local_paths` finds what would
 >>> local_paths('regenerate: "ssmbench generate shift --out /home/ada/data" see https://host/x/y')
 ['/home/ada/data']
 >>> local_paths("C:\\\\Users\\\\ada\\\\data and ~/data and ./rel/path")
-['C:\\\\Users\\\\ada\\\\data', '~/data']
+['~/data', 'C:\\\\Users\\\\ada\\\\data']
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ DROP_WITH_VALUE = ("--out", "--shard-index", "--num-shards")
 """Options whose value is a location or a job-array slot: the bytes are the same without them."""
 DROP_FLAGS = ("-q", "--quiet", "--json", "--overwrite")
 
-_POSIX = re.compile(r"(?<![\w.:/~-])(?:~|/[\w.+@-]+)(?:/[\w.+@ -]*[\w.+@-])+")
+_POSIX = re.compile(r"(?<![\w.:/~-])(?:~|/[\w.+@-]+)(?:/[\w.+@-]+)+")
 _WINDOWS = re.compile(r"\b[A-Za-z]:\\[^\s\"']+")
 
 

@@ -10,8 +10,8 @@ also keep their candidate shards under `.build/` until finalize, so their peak i
 >>> from ssmbench.data.build import plan_build
 >>> from ssmbench.registry import get_task
 >>> task, config = get_task("cumsum"), get_task("cumsum").Config(L=64)
->>> est = estimate_build(task, config, plan_build("cumsum", config, n=1000, samples_per_shard=256), workers=1)
->>> est["probe_samples"], est["disk_bytes"] > 1000 * est["per_sample_bytes"], est["disk_human"].endswith("MiB")
+>>> est = estimate_build(task, config, plan_build("cumsum", config, n=4000, samples_per_shard=256), workers=1)
+>>> est["probe_samples"], est["disk_bytes"] > 4000 * est["per_sample_bytes"], est["disk_human"].endswith("MiB")
 (64, True, True)
 """
 

@@ -1,7 +1,8 @@
 """Fixtures for the distribution tests: tiny generated datasets and a loopback HTTP server with Range support.
 
 `DataServer` serves a folder over HTTP/1.1 on 127.0.0.1 (a fresh port each time), answers `Range: bytes=N-` with
-206 (Python's stock http.server does not), and injects faults: a path that answers 404, a path served with other
+206 (Python's stock http.server does not; `ranges = False` ignores Range, as some hosts do), and injects
+faults: a path that answers 404, a path served with other
 bytes, and a path whose transfer stops after a number of bytes (the connection is dropped, or the whole server is
 shut down, as a host dying mid-file). Every request is logged as (path, range start or None, status).
 """
@@ -28,6 +29,7 @@ class DataServer:
         self.replace: dict[str, bytes] = {}
         self.cut: dict[str, int] = {}  # path -> bytes sent before the transfer dies (once per path)
         self.die_on_cut = False  # also shut the whole server down at the cut
+        self.ranges = True  # False: ignore Range headers and always send the whole file (200), as some hosts do
         self.bytes_sent: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
@@ -75,7 +77,7 @@ class DataServer:
         data = self.replace.get(path, file.read_bytes())
         start = None
         header = h.headers.get("Range")
-        if header and header.startswith("bytes=") and header.endswith("-"):
+        if self.ranges and header and header.startswith("bytes=") and header.endswith("-"):
             start = int(header[len("bytes="):-1])
             if start >= len(data):
                 self._record(path, start, 416)
