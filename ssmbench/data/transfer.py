@@ -12,6 +12,7 @@ match the manifest.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -25,6 +26,10 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError, DownloadError
 from ..plain import file_sha256
+
+CHUNK = 1 << 20
+STOP = threading.Event()
+"""Set on Ctrl-C: every transfer stops at its next chunk, keeping what it wrote in its .part file."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +119,12 @@ def fetch_bytes(http: Http, url: str) -> bytes:
     raise Transient(last)
 
 
-def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> None:
-    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees."""
+def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> str:
+    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees.
+
+    Returns the sha256 of the whole `.part`, computed while the bytes stream in (a resumed prefix is read once
+    first), so the caller never reads the file back; the file is fsynced once, at the end of the transfer.
+    """
     import requests
     import urllib3
 
@@ -124,7 +133,7 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
         part.unlink()
         have = 0
     if expected is not None and have == expected and have > 0:
-        return
+        return file_sha256(part)
     with http.get(url, {"Range": f"bytes={have}-"} if have else None) as r:
         if r.status_code == 416:  # our partial file is not a prefix of theirs: start again
             part.unlink(missing_ok=True)
@@ -140,16 +149,20 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
         elif have:  # 200: the server ignored the range; the body is the whole file
             with lock:
                 bar.update(-have)
+        digest = _prefix_digest(part) if mode == "ab" else hashlib.sha256()
         part.parent.mkdir(parents=True, exist_ok=True)
         # read1 hands over whatever has arrived, so a dropped connection loses nothing already received
         # (iter_content would discard a partly filled chunk); urllib3 before 2.2 lacks it
         read1 = getattr(r.raw, "read1", None)
-        chunks = iter(lambda: read1(1 << 20, decode_content=False), b"") if read1 else r.iter_content(1 << 20)
+        chunks = iter(lambda: read1(CHUNK, decode_content=False), b"") if read1 else r.iter_content(CHUNK)
         try:
             with open(part, mode) as f:
                 try:
                     for chunk in chunks:
+                        if STOP.is_set():
+                            raise KeyboardInterrupt
                         f.write(chunk)
+                        digest.update(chunk)
                         with lock:
                             bar.update(len(chunk))
                 finally:
@@ -160,6 +173,15 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
     got = part.stat().st_size
     if expected is not None and got < expected:
         raise Transient(f"connection closed after {got} of {expected} bytes")
+    return digest.hexdigest()
+
+
+def _prefix_digest(part: Path) -> Any:
+    digest = hashlib.sha256()
+    with open(part, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest
 
 
 def _content_range_start(value: str) -> int | None:
@@ -178,6 +200,8 @@ class Failure:
 
 def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar: Any,
                 lock: threading.Lock) -> Failure | None:
+    if STOP.is_set():  # Ctrl-C came while this file waited for a worker: leave it for the next run
+        raise KeyboardInterrupt
     dest = root / item.path
     part = dest.with_name(dest.name + ".part")
     problems: list[Failure] = []
@@ -187,7 +211,7 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
         for attempt in range(http.retries + 1):
             resumed = part.exists()
             try:
-                _transfer(http, url, part, item.num_bytes, bar, lock)
+                sha256 = _transfer(http, url, part, item.num_bytes, bar, lock)
             except NotFound as exc:
                 problems.append(Failure(item.path, "missing", f"{url}: {exc}"))
                 break
@@ -197,7 +221,7 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
                     http.pause(attempt)
                 continue
             size = part.stat().st_size
-            if item.sha256 is not None and (size != item.num_bytes or file_sha256(part) != item.sha256):
+            if item.sha256 is not None and (size != item.num_bytes or sha256 != item.sha256):
                 part.unlink()  # never keep bytes that disagree with the manifest
                 with lock:
                     bar.update(-size)

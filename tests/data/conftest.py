@@ -30,6 +30,7 @@ class DataServer:
         self.cut: dict[str, int] = {}  # path -> bytes sent before the transfer dies (once per path)
         self.die_on_cut = False  # also shut the whole server down at the cut
         self.ranges = True  # False: ignore Range headers and always send the whole file (200), as some hosts do
+        self.pause: dict[str, threading.Event] = {}  # path -> send half the body, then wait for this event
         self.bytes_sent: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
@@ -57,6 +58,8 @@ class DataServer:
         return [entry for entry in self.log if entry[0] == path]
 
     def stop(self) -> None:
+        for gate in self.pause.values():
+            gate.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -106,6 +109,12 @@ class DataServer:
                 threading.Thread(target=self.stop, daemon=True).start()
             return
         self._record(path, start, status, len(body))
+        gate = self.pause.get(path)
+        if gate is not None:
+            h.wfile.write(body[:len(body) // 2])
+            h.wfile.flush()
+            gate.wait(60)
+            body = body[len(body) // 2:]
         h.wfile.write(body)
 
 

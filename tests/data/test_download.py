@@ -296,4 +296,6 @@ def test_open_dataset_by_catalogue_name_downloads_into_the_data_root(host, tiny_
     test = ssmbench.open_dataset(NAME, split="test")
     assert len(test) == 4 and (tmp_path / "data" / NAME / "manifest.json").exists()
     host.log.clear()
-    assert len(ssmbench.open_dataset(NAME, split="val")) == 4 and host.log == []  # found locally the second time
+    assert len(ssmbench.open_dataset(NAME, split="test")) == 4 and host.log == []  # found locally the second time
+    assert len(ssmbench.open_dataset(NAME, split="val")) == 4  # only the test split came first: val now
+    assert {p for p, _, _ in host.log if p.endswith(".h5")} == {f"ssm/{NAME}/val/shard-00000-of-00001.h5"}
