@@ -70,6 +70,10 @@ class Http:
         """A streamed GET; raises NotFound (404/410), Transient (network, 408/429/5xx) or DownloadError."""
         import requests
 
+        hub = url.startswith(hub_endpoint() + "/")
+        token = hub_token() if hub else None
+        if token:  # only to the Hub itself: requests drops it when the Hub redirects to its CDN
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
         try:
             r = self.session().get(url, headers=headers or {}, stream=True, timeout=self.timeout,
                                    allow_redirects=True)
@@ -81,6 +85,9 @@ class Http:
         if r.status_code in (408, 425, 429) or r.status_code >= 500:
             r.close()
             raise Transient(f"HTTP {r.status_code}")
+        if hub and r.status_code in (401, 403):
+            r.close()
+            raise DownloadError(f"{url}: HTTP {r.status_code}: the Hub repository is private or gated", _hub_hint(token))
         if r.status_code >= 400 and r.status_code != 416:
             r.close()
             raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason}",
@@ -89,6 +96,31 @@ class Http:
 
     def pause(self, attempt: int) -> None:
         time.sleep(self.backoff * (2 ** attempt) * random.uniform(0.5, 1.5))
+
+
+def hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
+def hub_token() -> str | None:
+    """The Hugging Face token: huggingface_hub's (HF_TOKEN, or the `hf auth login` cache) when it is installed,
+    else $HF_TOKEN."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        return os.environ.get("HF_TOKEN") or None
+    return huggingface_hub.get_token()
+
+
+def _hub_hint(token: str | None) -> str:
+    if token:
+        return "your token has no access: accept the dataset's terms on its Hub page, or ask its owners for access"
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        return ("log in to read it: pip install huggingface_hub && hf auth login (or set HF_TOKEN); "
+                "huggingface_hub is not installed here")
+    return "log in to read it: hf auth login (or set HF_TOKEN), after accepting its terms on the Hub page"
 
 
 def _short(exc: BaseException) -> str:
@@ -250,8 +282,7 @@ def hf_to_https(source: str) -> str:
     if not m:
         raise ConfigError("source", f"{source!r} is not hf://datasets/<org>/<repo>[@<revision>][/<folder>]")
     repo, revision, folder = m.group(1), m.group(2) or "main", (m.group(3) or "").strip("/")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    return f"{endpoint}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
+    return f"{hub_endpoint()}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
 
 
 def base_url(source: str) -> str:

@@ -31,6 +31,8 @@ class DataServer:
         self.die_on_cut = False  # also shut the whole server down at the cut
         self.ranges = True  # False: ignore Range headers and always send the whole file (200), as some hosts do
         self.pause: dict[str, threading.Event] = {}  # path -> send half the body, then wait for this event
+        self.token: str | None = None  # when set, answer 401 to requests without "Authorization: Bearer <token>"
+        self.auth_seen: list[str | None] = []  # the Authorization header of every request
         self.bytes_sent: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
@@ -71,6 +73,13 @@ class DataServer:
     def _get(self, h: http.server.BaseHTTPRequestHandler) -> None:
         path = h.path.lstrip("/")
         file = self.root / path
+        self.auth_seen.append(h.headers.get("Authorization"))
+        if self.token is not None and h.headers.get("Authorization") != f"Bearer {self.token}":
+            self._record(path, None, 401)
+            h.send_response(401)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
         if path in self.missing or not file.is_file():
             self._record(path, None, 404)
             h.send_response(404)
