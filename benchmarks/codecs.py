@@ -11,10 +11,14 @@ seconds (`time.process_time`; HDF5 filters run in the calling thread), best of `
 machine change them little; the load average is printed at the start and the end. Reported per field and codec:
 compression ratio (raw bytes / file bytes), write and read MB/s of raw bytes, and ms per sample.
 
-The default is picked by the numbers under one constraint: published shards must open in any HDF5 reader
-without plugins, so the default is a gzip setting; Zstd/LZ4 (hdf5plugin) are what `repack` offers for local
-reads. Rule, per field: the gzip setting with the least write time among those whose file is at most 2 % larger
-than the smallest gzip file. The pick is printed per field ("PICK") with the current default beside it.
+Defaults are picked by the numbers under one constraint: published shards must open in any HDF5 reader without
+plugins, so defaults are gzip settings; Zstd/LZ4 (hdf5plugin) are what `--codec` / `repack` offer for local reads.
+Printed per field ("PICK", beside the default of the time): the gzip setting with the least write time among those
+whose file is at most 2 % larger than the smallest gzip file. What was decided from the committed results
+(benchmarks/results/codecs_cpu_*.txt): the atomic fields went from gzip-4 + shuffle to gzip-1, shuffle only where
+it shrinks the field (generators/_atomic.py): the PICK's level differs by under 2 % of size; ListOps and Pathfinder
+stay gzip-4, where the PICK's higher levels would cost write time for a few percent of size and level 1 would
+make files up to ~20 % larger while saving little of their build time (README, The dataset folder).
 """
 
 from __future__ import annotations
