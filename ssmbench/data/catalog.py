@@ -1,6 +1,7 @@
 """Download catalogues: dataset name -> where it is hosted, the manifest's sha256 and the size.
 
-Three sources are merged: the built-in `ssmbench/catalog.json` (empty until datasets are really published),
+Three sources are merged: the built-in `ssmbench/catalog.json` (the paper's datasets as built by
+benchmarks/paper_suite.py: rebuilt by `ssmbench get`, since none is hosted yet),
 `$SSMBENCH_CATALOG` (one or more files separated by the OS path separator) and `--catalog FILE`. A name present in
 two different catalogues is an error naming both, so a download never silently picks one of two pins.
 
@@ -17,7 +18,10 @@ A catalogue is JSON::
          "description": "Shift, L = 64"}}}
 
 `sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.download` explains the URL forms.
-`resolve_dataset` is what `ssmbench.open_dataset` uses to turn a name into a folder:
+An entry may instead (or also) carry `build` ({"argv": ["generate", ...], "workers": W}) and `shards` (each
+shard's path, size, sha256 and per-field content hashes), which `ssmbench get` (`ssmbench.data.get`) uses to
+rebuild it and check every shard. `ssmbench.data.get.resolve_dataset` turns a name into a folder for
+`ssmbench.open_dataset`:
 
 >>> import json, tempfile, pathlib
 >>> tmpdir = tempfile.TemporaryDirectory(); tmp = pathlib.Path(tmpdir.name)
@@ -27,6 +31,7 @@ A catalogue is JSON::
 >>> cat["demo-8"].sources, cat["demo-8"].num_bytes
 (('https://example.org/demo-8/',), 2048)
 >>> (tmp / "demo-8").mkdir(); _ = (tmp / "demo-8" / "manifest.json").write_text("{}")
+>>> from ssmbench.data.get import resolve_dataset
 >>> resolve_dataset("demo-8", catalog=tmp / "cat.json", data_root=tmp) == tmp / "demo-8"
 True
 >>> tmpdir.cleanup()
@@ -239,52 +244,3 @@ def find_entry(name: str, catalog: str | Path | Sequence[str | Path] | None = No
         where = f" in {searched} nor" if searched else ""
         raise DatasetError(f"no dataset named {name!r}{where} in the catalogues ({', '.join(cat.files)})", hint)
     return entry
-
-
-def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[str | Path] | None = None,
-                    data_root: str | Path | None = None, download: bool = True, split: str | None = None) -> Path:
-    """A dataset folder from a path, or from a name: `<data root>/<name>`, downloaded when missing.
-
-    A path (an existing folder, or anything containing a path separator) must hold a `manifest.json`. A name is
-    looked up in the data root first (`data_root`, else `$SSMBENCH_DATA`, else `./data`), then in the catalogues;
-    when `download` is false a missing folder is a DatasetError naming the `ssmbench download` command. With
-    `split`, a download fetches only that split (plus the manifest and card), and a folder downloaded earlier
-    without it gets it added; an entry without a mirror is rebuilt whole (`ssmbench get`).
-    """
-    from .build import data_root as default_root
-    from .download import download_dataset, looks_like_url
-
-    text = str(name_or_path)
-    path = Path(name_or_path)
-    if isinstance(name_or_path, Path) or path.is_dir() or os.sep in text or "/" in text or text.startswith("."):
-        if looks_like_url(text):
-            raise DatasetError(f"{text} is a URL", f"download it first: ssmbench download {text} --to DIR")
-        if not (path / "manifest.json").exists():
-            raise DatasetError(f"no dataset at {path}: manifest.json not found",
-                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
-        return path
-    root = default_root(data_root)
-    local = root / text
-    splits = [split] if split else None
-    if (local / "manifest.json").exists():
-        if not (download and split and _split_left_out(local, split)):
-            return local
-        return download_dataset(find_entry(text, catalog, searched=root), to=root, splits=splits).path
-    entry = find_entry(text, catalog, searched=root)
-    if not download:
-        raise DatasetError(f"dataset {text!r} is not in {root}",
-                           f"fetch it with: ssmbench download {text} --to {root}")
-    if not entry.sources:
-        from .get import get_dataset
-
-        return get_dataset(text, root, catalog=catalog).path
-    return download_dataset(entry, to=root, splits=splits).path
-
-
-def _split_left_out(folder: Path, split: str) -> bool:
-    """Whether a partial download of `folder` left out shards of `split` (val or validation, train, test)."""
-    from .download import SPLIT_ALIASES
-    from .verify import absent_by_selection
-
-    prefix = SPLIT_ALIASES.get(split, split) + "/"
-    return any(p.startswith(prefix) for p in absent_by_selection(folder))

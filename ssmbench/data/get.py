@@ -199,3 +199,50 @@ def entry_from_folder(folder: Path, argv: list[str], workers: int, build: dict[s
         "files": [{"path": f["path"], "num_bytes": f["num_bytes"], "sha256": f["sha256"]} for f in files],
         "shards": shards,
     }
+
+
+def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[str | Path] | None = None,
+                    data_root: str | Path | None = None, download: bool = True, split: str | None = None) -> Path:
+    """A dataset folder from a path, or from a name: `<data root>/<name>`, downloaded when missing.
+
+    A path (an existing folder, or anything containing a path separator) must hold a `manifest.json`. A name is
+    looked up in the data root first (`data_root`, else `$SSMBENCH_DATA`, else `./data`), then in the catalogues;
+    when `download` is false a missing folder is a DatasetError naming the `ssmbench download` command. With
+    `split`, a download fetches only that split (plus the manifest and card), and a folder downloaded earlier
+    without it gets it added; an entry without a mirror is rebuilt whole (`ssmbench get`).
+    """
+    from .build import data_root as default_root
+    from .download import download_dataset, looks_like_url
+
+    text = str(name_or_path)
+    path = Path(name_or_path)
+    if isinstance(name_or_path, Path) or path.is_dir() or os.sep in text or "/" in text or text.startswith("."):
+        if looks_like_url(text):
+            raise DatasetError(f"{text} is a URL", f"download it first: ssmbench download {text} --to DIR")
+        if not (path / "manifest.json").exists():
+            raise DatasetError(f"no dataset at {path}: manifest.json not found",
+                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
+        return path
+    root = default_root(data_root)
+    local = root / text
+    splits = [split] if split else None
+    if (local / "manifest.json").exists():
+        if not (download and split and _split_left_out(local, split)):
+            return local
+        return download_dataset(find_entry(text, catalog, searched=root), to=root, splits=splits).path
+    entry = find_entry(text, catalog, searched=root)
+    if not download:
+        raise DatasetError(f"dataset {text!r} is not in {root}",
+                           f"fetch it with: ssmbench download {text} --to {root}")
+    if not entry.sources:
+        return get_dataset(text, root, catalog=catalog).path
+    return download_dataset(entry, to=root, splits=splits).path
+
+
+def _split_left_out(folder: Path, split: str) -> bool:
+    """Whether a partial download of `folder` left out shards of `split` (val or validation, train, test)."""
+    from .download import SPLIT_ALIASES
+    from .verify import absent_by_selection
+
+    prefix = SPLIT_ALIASES.get(split, split) + "/"
+    return any(p.startswith(prefix) for p in absent_by_selection(folder))

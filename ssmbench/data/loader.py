@@ -80,7 +80,7 @@ def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str
     """
     folder = Path(path)
     if not folder.is_dir():
-        from .catalog import resolve_dataset
+        from .get import resolve_dataset
 
         folder = resolve_dataset(path, download=download, split=split)
     return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,

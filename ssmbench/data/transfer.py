@@ -241,6 +241,8 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
         url = base + item.path
         fresh_retry = True
         for attempt in range(http.retries + 1):
+            if STOP.is_set():
+                raise KeyboardInterrupt
             resumed = part.exists()
             try:
                 sha256 = _transfer(http, url, part, item.num_bytes, bar, lock)

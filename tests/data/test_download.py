@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data.catalog import find_entry, load_catalog, resolve_dataset
+from ssmbench.data.catalog import find_entry, load_catalog
 from ssmbench.data.download import download_dataset, hf_to_https
+from ssmbench.data.get import resolve_dataset
 from ssmbench.data.verify import verify_dataset
 from ssmbench.errors import DatasetError
 

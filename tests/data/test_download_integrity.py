@@ -117,14 +117,14 @@ def test_ctrl_c_during_a_download_says_what_was_kept_and_the_same_command_contin
     host.pause[f"ssm/{NAME}/{target}"] = gate
     exe = Path(sys.executable).with_name("ssmbench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from ssmbench.cli import main; main()"]
-    args = [*cmd, "download", host.url(f"ssm/{NAME}/"), "--to", str(tmp_path), "--workers", "1", "-q"]
+    args = [*cmd, "download", host.url(f"ssm/{NAME}/"), "--to", str(tmp_path), "--workers", "1", "-q",
+            "--timeout", "2"]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"})
     part = tmp_path / NAME / (target + ".part")
     deadline = time.monotonic() + 120
     while not (part.exists() and part.stat().st_size) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
-    gate.set()  # the rest of the body arrives; the transfer stops at its next chunk
+    proc.send_signal(signal.SIGINT)  # the stalled transfer times out (--timeout 2) and is not retried
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     line = err.strip().splitlines()[-1]
@@ -132,6 +132,7 @@ def test_ctrl_c_during_a_download_says_what_was_kept_and_the_same_command_contin
     assert line.endswith("re-run the same command to continue") and "Traceback" not in err
     assert part.exists() and not (tmp_path / NAME / "manifest.json").exists()
     del host.pause[f"ssm/{NAME}/{target}"]
+    gate.set()
     again = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"})
     assert again.returncode == 0 and verify_dataset(tmp_path / NAME).ok
 
