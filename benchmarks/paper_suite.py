@@ -45,8 +45,13 @@ PAPER: dict[str, list[str]] = {
 }
 REDUCED = {"shift-4096-ci": ["generate", "shift", "--length", "4096", "--n", "200"]}
 """A reduced-n twin of shift-4096 (same config, first samples of each split): rebuilt by the tests in seconds."""
-DESCRIPTIONS = {"shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by "
-                                  "the tests on every machine"}
+DESCRIPTIONS = {
+    **{f"{t}-4096": f"{t}, L = 4096, 16,000 samples (the paper's)" for t in ATOMIC},
+    "listops_subtrees-dlr": "ListOps-Subtrees (DLR preset), 100,000 samples (the paper's)",
+    **{f"pathfinder-{s}-reference": f"Pathfinder-Segmentation {s}x{s}, 100,000 images, reference label rule (the "
+       "masks of the paper's Table 3)" for s in (128, 256, 512)},
+    "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "
+                     "every machine"}
 GOAL_S = 30 * 60
 REPO = Path(__file__).resolve().parents[1]
 
@@ -170,8 +175,7 @@ def run_one(name: str, argv: list[str], args, log) -> dict:
     if not row["verify"]["rc"] and n == full_n and args.catalog:
         from ssmbench.data.get import entry_from_folder
 
-        write_catalog(args.catalog, {name: entry_from_folder(folder, argv, args.workers, build, DESCRIPTIONS.get(
-            name, f"the paper's {folder.name}: ssmbench {' '.join(argv)}"))})
+        write_catalog(args.catalog, {name: entry_from_folder(folder, argv, args.workers, build, DESCRIPTIONS[name])})
     return row
 
 
@@ -217,10 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--catalog", type=Path, default=REPO / "ssmbench" / "catalog.json")
     ap.add_argument("--no-catalog", dest="catalog", action="store_const", const=None)
     ap.add_argument("--report", type=Path, help="print the table of a results JSON and exit")
+    ap.add_argument("--write-catalog", action="store_true",
+                    help="with --report: write the catalogue entries of that run's verified full-size datasets")
     args = ap.parse_args(argv)
     if args.report:
         data = json.loads(args.report.read_text())
         print(table(data["rows"], data.get("fixed")))
+        if args.catalog and args.write_catalog:  # entries for the verified full-size rows of that run
+            from ssmbench.data.get import entry_from_folder
+
+            write_catalog(args.catalog, {
+                r["name"]: entry_from_folder(Path(r["folder"]), r["argv"], args.workers, r["build"],
+                                             DESCRIPTIONS[r["name"]])
+                for r in data["rows"] if r.get("verify", {}).get("rc") == 0 and not r.get("extrapolated")})
         return 0
     if args.root is None:
         ap.error("--root is required")
