@@ -208,10 +208,11 @@ def _host(source: str) -> str:
 
 
 def build_time(entry: CatalogEntry) -> str:
-    """The entry's measured build time (wall, with its workers), or '-' when it is only downloaded."""
+    """The entry's build time as measured where it was built (wall, CPU, workers), or '-' without a build."""
     if not entry.build.get("wall_s"):
         return "-"
-    return f"{human_seconds(float(entry.build['wall_s']))} ({entry.build.get('workers', 1)} workers)"
+    cpu = f"{human_seconds(float(entry.build['cpu_s']))} CPU, " if entry.build.get("cpu_s") else ""
+    return f"{human_seconds(float(entry.build['wall_s']))} ({cpu}{entry.build.get('workers', 1)} workers)"
 
 
 def catalog_table(cat: Catalog) -> str:

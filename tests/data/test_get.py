@@ -127,7 +127,7 @@ def test_ls_datasets_lists_size_samples_and_measured_build_time(tiny_shift, tmp_
     done = ssmbench("ls", "--catalog", str(cat))
     assert done.returncode == 0, done.stderr
     row = next(ln for ln in done.stdout.splitlines() if ln.startswith("shift-64 "))
-    assert "40" in row and "1.6 min (2 workers)" in row and "rebuilt here" in row
+    assert "40" in row and "1.6 min (2.5 min CPU, 2 workers)" in row and "rebuilt here" in row
     twin = next(ln for ln in done.stdout.splitlines() if ln.startswith("shift-4096-ci "))
     assert "200" in twin and "built-in" in twin
     assert ssmbench("download", "shift-64", "--catalog", str(cat), "--split", "test").returncode == 2
