@@ -62,8 +62,8 @@ def filter_kwargs(codec: str, shuffle: bool, shape: tuple[int, ...]) -> dict:
 
 
 def samples(spec_name: str, n: int) -> tuple[dict[str, np.ndarray], dict]:
-    from ssmbench.data.task_config import resolve_config
     from ssmbench.seeding import keys_for
+    from ssmbench.task_config import resolve_config
 
     task_name, _, arg = spec_name.partition(":")
     length = int(arg) if arg and task_name in ATOMIC else None

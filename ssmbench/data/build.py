@@ -60,7 +60,7 @@ def preset_of(task: Any, config: Any) -> tuple[str, bool]:
         if preset == config:
             return name, True
     if task.preset_option == "size" and hasattr(config, "size"):
-        from .task_config import nearest_size_preset
+        from ..task_config import nearest_size_preset
 
         return nearest_size_preset(task, config.size), False
     return task.default_preset, False
@@ -99,10 +99,10 @@ class BuildPlan:
 
 
 def _config_of(plan: BuildPlan) -> Any:
-    from ..config import config_from_dict
+    from ..task_config import from_plain
 
     task = get_task(plan.task)
-    return task, config_from_dict(task.Config, plan.config)
+    return task, from_plain(task, plan.config)
 
 
 def _block_size(spec_bytes: int) -> int:

@@ -31,7 +31,7 @@ Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) fl
 
     >>> import tempfile, torch
     >>> from ssmbench.data.build import generate_dataset
-    >>> from ssmbench.data.task_config import resolve_config
+    >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("shift", length=64)[1]
     >>> folder = generate_dataset("shift", config, out=tmp.name, n=40, samples_per_shard=8).path

@@ -53,10 +53,10 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
              extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
-    from ..config import config_from_dict
+    from ..task_config import from_plain
     from .command import portable_argv
 
-    config = config_from_dict(task.Config, plan.config)
+    config = from_plain(task, plan.config)
     spec = task.spec(config)
     fields = storage_fields(spec, plan.codec)
     splits: dict[str, Any] = {s: {"num_samples": plan.sizes[s], "shards": []} for s in SPLIT_ORDER}

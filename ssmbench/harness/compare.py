@@ -35,8 +35,6 @@ from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-TASK_ORDER = ("shift", "cumsum", "cummax", "select_fixed", "solve_fixed", "reverse", "solve", "select", "sort",
-              "context_shift", "mips")  # the paper's Table 1 order
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -91,7 +89,10 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         col["cells"][r["task"]] = r["cells"]
         if r.get("time_per_step_s"):
             col["times"][f"{r['task']}@{r['device']}"] = r["time_per_step_s"]
-    tasks = [t for t in TASK_ORDER if any(t in c["cells"] for c in columns.values())]
+    from .suites import task_order
+
+    present = {t for c in columns.values() for t in c["cells"]}
+    tasks = sorted(present, key=task_order())
     tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
     for (_model, layers, L), col in columns.items():
         base = columns.get(("dlr", 1, L)) or columns.get(("dlr", layers, L))

@@ -196,8 +196,10 @@ class ClassificationMetrics(_VirtualBatchState):
 
     def update(self, logits_or_pred: Tensor, target: Tensor, sample_index: Tensor,
                extra: dict[str, Tensor] | None = None) -> None:
-        """logits (B, P, C) float or predictions (B, P) int; target (B, P) int; extra: (B, P) int per breakdown."""
+        """logits (B, P, C) float or predictions (B, P) int; target (B, P) int, or (B,) per-sample labels of a
+        one-position output (P = 1); extra: (B, P) int per breakdown."""
         c = self.num_classes
+        target = per_position(target, logits_or_pred.shape[:2])
         if logits_or_pred.is_floating_point():
             if logits_or_pred.shape != (*target.shape, c):
                 raise ValueError(f"logits {tuple(logits_or_pred.shape)} must be (*target.shape, {c}) "
@@ -291,3 +293,11 @@ def all_reduce_metrics(metrics: _VirtualBatchState) -> None:
         for i, part in zip(members, flat.split([tensors[i].numel() for i in members]), strict=True):
             reduced[i] = part.view(tensors[i].shape)
     metrics.load_state_tensors(reduced)  # type: ignore[arg-type]
+
+
+def per_position(target: Tensor, leading: tuple[int, ...] | torch.Size) -> Tensor:
+    """(B,) per-sample class labels as (B, 1) when the output has one position (a sequence-classification task);
+    any other target unchanged."""
+    if target.ndim == 1 and tuple(leading) == (target.shape[0], 1):
+        return target.reshape(-1, 1)
+    return target

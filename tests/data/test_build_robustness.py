@@ -27,10 +27,10 @@ import pytest
 from ssmbench import registry
 from ssmbench.data import jobs, shards
 from ssmbench.data.build import generate_dataset
-from ssmbench.data.task_config import resolve_config
 from ssmbench.data.verify import verify_dataset
 from ssmbench.errors import SsmbenchError
 from ssmbench.seeding import keys_for
+from ssmbench.task_config import resolve_config
 
 LISTOPS = ["min_length=10", "max_length=30", "max_depth=3", "max_args=4"]
 """Tiny ListOps-Subtrees: 100 distinct samples need candidates up to index 181, past the first 164 (n + 64)."""
@@ -445,7 +445,7 @@ def test_recorded_hashes_are_those_of_the_bytes_read_back(tiny_shift):
 def test_svml_is_disabled_whatever_the_import_order_and_recorded(tmp_path, tiny_shift):
     code = ("import numba, sys, json\n"  # numba first, without the variable set
             "from ssmbench.data.build import generate_dataset\n"
-            "from ssmbench.data.task_config import resolve_config\n"
+            "from ssmbench.task_config import resolve_config\n"
             "_, c, _ = resolve_config('shift', length=64)\n"
             "r = generate_dataset('shift', c, out=sys.argv[1], n=40, samples_per_shard=8)\n"
             "print(json.dumps([r.manifest['environment'], r.manifest['content_digest'],\n"

@@ -11,8 +11,8 @@ import pytest
 from ssmbench.data.build import generate_dataset
 from ssmbench.data.download import download_dataset
 from ssmbench.data.repack import repack
-from ssmbench.data.task_config import resolve_config
 from ssmbench.errors import DownloadError
+from ssmbench.task_config import resolve_config
 
 NAME = "shift-64"
 

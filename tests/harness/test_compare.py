@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from ssmbench.cli.app import _emit
+from ssmbench.cli.app import emit
 from ssmbench.harness.compare import build_table, load_runs
 
 
@@ -38,6 +38,6 @@ def test_a_second_run_of_the_same_column_and_task_is_named(tmp_path, caplog):
 
 
 def test_json_results_are_strict_json(capsys):
-    _emit({"val": {"r2": float("nan"), "per_class": [1.0, float("inf")]}, "steps": 3}, True, "unused")
+    emit({"val": {"r2": float("nan"), "per_class": [1.0, float("inf")]}, "steps": 3}, True, "unused")
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
     assert out == {"val": {"r2": None, "per_class": [1.0, None]}, "steps": 3}

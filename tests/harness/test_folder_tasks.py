@@ -24,11 +24,12 @@ import torch
 
 import ssmbench
 from ssmbench.data.build import generate_dataset
-from ssmbench.data.task_config import resolve_config
 from ssmbench.errors import DatasetError, SsmbenchError
-from ssmbench.harness.evaluation import resolve_run_config, resume
+from ssmbench.harness.evaluation import resume
 from ssmbench.harness.folder_feed import FolderSteps
+from ssmbench.harness.run_config import RunConfig
 from ssmbench.harness.scoring import score_checkpoint
+from ssmbench.task_config import resolve_config
 
 TESTS = Path(__file__).resolve().parents[1]
 TINY = {"model.d_model": 8, "model.n_layers": 1, "model.d_state": 16, "train.steps": 20, "train.warmup_steps": 2,
@@ -221,10 +222,10 @@ def test_data_folder_refusals(listops, pathfinder, tmp_path):
 
 def test_the_data_root_folder_is_found_by_task_size_and_version(pathfinder, tmp_path, monkeypatch):
     monkeypatch.setenv("SSMBENCH_DATA", str(pathfinder.parent))
-    cfg = resolve_run_config("dlr", "pathfinder", size=32, overrides=TINY)
+    cfg = RunConfig.resolve("dlr", "pathfinder", size=32, overrides=TINY)
     assert cfg.data.path == str(pathfinder.resolve()) and cfg.task_config["size"] == 32
     with pytest.raises(DatasetError, match="no pathfinder dataset folder") as caught:
-        resolve_run_config("dlr", "pathfinder", size=48, overrides=TINY)
+        RunConfig.resolve("dlr", "pathfinder", size=48, overrides=TINY)
     assert f"ssmbench generate pathfinder --size 48 --n 2000 --out {pathfinder.parent}" in caught.value.hint
 
 
@@ -246,9 +247,9 @@ def test_a_non_causal_mixer_without_a_direction_argument_runs_on_pathfinder(path
 
     tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
     bidirectional_task = SimpleNamespace(causal=False)
-    cfg = resolve_run_config("user_mixers:GlobalMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    cfg = RunConfig.resolve("user_mixers:GlobalMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
     check_direction(cfg, bidirectional_task)  # accepted: it already sees the whole image
-    cfg = resolve_run_config("user_mixers:CumMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    cfg = RunConfig.resolve("user_mixers:CumMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
     with pytest.raises(SsmbenchError, match="causal-only"):
         check_direction(cfg, bidirectional_task)
 
@@ -273,19 +274,19 @@ def test_paper_preset_wants_reference_masks(tmp_path, monkeypatch, caplog):
     one; on a coverage-labelled folder it trains but says, in one line, that the scores are not comparable."""
     monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "empty"))
     with pytest.raises(DatasetError) as err:
-        resolve_run_config("dlr", "pathfinder", "paper", size=128)
+        RunConfig.resolve("dlr", "pathfinder", "paper", size=128)
     assert "-o label_rule=reference" in err.value.hint
     _, config, _ = resolve_config("pathfinder", size=128)
     folder = generate_dataset("pathfinder", config, out=tmp_path, n=12, split={"train": 4, "val": 4, "test": 4},
                               quiet=True).path
     with caplog.at_level("WARNING"):
-        cfg = resolve_run_config("dlr", "pathfinder", "paper", data=folder)
+        cfg = RunConfig.resolve("dlr", "pathfinder", "paper", data=folder)
     assert cfg.task_config["label_rule"] == "coverage"
     lines = [r.getMessage() for r in caplog.records if "not comparable with the paper's Table 3" in r.getMessage()]
     assert len(lines) == 1 and "-o label_rule=reference" in lines[0] and "\n" not in lines[0]
     caplog.clear()
     with caplog.at_level("WARNING"):
-        resolve_run_config("dlr", "pathfinder", "quick", data=folder)  # not a paper run: nothing to say
+        RunConfig.resolve("dlr", "pathfinder", "quick", data=folder)  # not a paper run: nothing to say
     assert not [r for r in caplog.records if "Table 3" in r.getMessage()]
 
 
@@ -314,14 +315,14 @@ def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_
 
 def test_an_explicit_size_is_checked_against_the_folder(pathfinder):
     with pytest.raises(DatasetError, match="size = 32, not 64"):
-        resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"size": "64"})
+        RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"size": "64"})
 
 
 def test_cli_model_values_are_typed_like_python_ones(pathfinder):
     """`-o model.d_model=8` (a string from the command line) and 8 give one config and one digest."""
-    a = resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
+    a = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
                                                                            "model.bidirectional": "true"})
-    b = resolve_run_config("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
+    b = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
                                                                            "model.bidirectional": True})
     assert a.model_overrides["d_model"] == 8 and a.digest() == b.digest()
 
@@ -340,7 +341,7 @@ def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, 
     from ssmbench.harness.folder_feed import eval_set_for
 
     with caplog.at_level("WARNING"):
-        cfg = resolve_run_config("local_attention", "listops_subtrees", "paper", data=listops)
+        cfg = RunConfig.resolve("local_attention", "listops_subtrees", "paper", data=listops)
         data = eval_set_for(cfg.with_overrides({"eval.val_samples": 50}), "val")
     notes = [r.getMessage() for r in caplog.records]
     assert any("not the paper's ListOps-Subtrees data (it differs in min_length" in n and
