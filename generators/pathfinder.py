@@ -339,8 +339,9 @@ class Pathfinder(Task[PathfinderConfig]):
 
         Which dashes form the main paths is not stored, so the mask itself cannot be redrawn from the image.
         The oracle derives: `label` (1 iff class 2 occurs in the mask), `terminal_index` (from `label` and
-        `origin_index`), `marker_centres` (the marked ends in `tips`) and `targets` with every label on a black
-        pixel cleared (so it equals the stored mask iff every labelled pixel is bright in the image).
+        `origin_index`), `marker_centres` (the marked ends in `tips`) and, under the coverage label rule, `targets`
+        with every label on a black pixel cleared (so it equals the stored mask iff every labelled pixel is bright
+        in the image; reference-rule masks label pixels beside the dashes too, so there it is not derived).
         """
         inputs = np.asarray(sample["inputs"])
         targets = np.asarray(sample["targets"])
@@ -349,8 +350,10 @@ class Pathfinder(Task[PathfinderConfig]):
         label = int((targets == 2).any())
         terminal = origin if label else 1 - origin
         centres = np.stack([tips[origin, 0], tips[terminal, 1]]).astype(np.int16)
-        return {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres,
-                "targets": np.where(inputs > 0, targets, 0).astype(np.uint8)}
+        out = {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres}
+        if config.label_rule != "reference":  # reference masks also label the faint ring the Lanczos resize
+            out["targets"] = np.where(inputs > 0, targets, 0).astype(np.uint8)  # leaves around dashes, black or not
+        return out
 
     def statistics(self, config: PathfinderConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts."""
