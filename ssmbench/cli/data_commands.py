@@ -100,10 +100,9 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.jobs import BuildInterrupted, disable_svml, interrupts
+    from ..data.jobs import BuildInterrupted, interrupts
     from ..data.space import DiskFullError, exit_now
 
-    disable_svml()  # before the task modules load Numba
     with interrupts():
         try:
             _generate(ctx, task, length, size, preset, n, split, seed, out, workers, config_file, overrides,

@@ -23,9 +23,9 @@ import numpy as np
 from .. import __version__
 from ..config import canonical_json, config_sha256
 from ..errors import DatasetError
-from ..registry import get_task
+from ..registry import disable_svml, get_task
 from ..seeding import SEED_SCHEME, keys_for
-from .jobs import BuildInterrupted, disable_svml, interrupts
+from .jobs import BuildInterrupted, interrupts
 from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
 from .progress import check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
@@ -43,7 +43,6 @@ from .shards import (
 )
 
 log = logging.getLogger(__name__)
-disable_svml()  # before any generator module loads Numba: same bytes whatever the import order (see jobs.py)
 
 
 def data_root(out: str | Path | None = None) -> Path:

@@ -21,7 +21,6 @@ from ..config import config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
-from .jobs import SVML_VARIABLE
 from .provenance import created_utc, environment
 from .shards import (
     FORMAT_VERSION,
@@ -32,6 +31,8 @@ from .shards import (
     shard_done,
     storage_fields,
 )
+
+SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 
 
 def content_digest(root: Path, plan: Any) -> str:

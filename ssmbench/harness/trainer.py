@@ -96,8 +96,9 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     return Setup(cfg, env, spec, model, objective)
 
 
-def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
-    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks."""
+def evaluate_split(s: Setup, data: Any, keep: list[tuple[Any, Any, Any]] | None = None) -> dict[str, Any]:
+    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks.
+    `keep`, a list, receives this rank's (sample_index, prediction, target) per batch (`--log-samples`)."""
     from .metrics import all_reduce_metrics
 
     model = s.bare
@@ -109,6 +110,8 @@ def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
             pred = model(x.to(s.env.device, non_blocking=True))
             kw = {"extra": {k: v.to(s.env.device) for k, v in extra[0].items()}} if extra and extra[0] else {}
             state.update(pred.float(), y.to(s.env.device), idx.to(s.env.device), **kw)
+            if keep is not None:
+                keep.append((idx, pred.argmax(-1) if s.spec.target_kind == "classify" else pred.float(), y))
     all_reduce_metrics(state)
     model.train(was_training)
     return state.compute()
@@ -321,7 +324,10 @@ def finish(loop: Loop) -> dict[str, Any]:
     if run.best.exists():
         s.bare.load_state_dict(load_checkpoint(run.best)["model"])
     test = eval_set_for(cfg, "test", env.rank, env.world_size)
-    scores = {"val": evaluate_split(s, loop.val), "test": evaluate_split(s, test)}
+    kept: list[Any] | None = [] if cfg.eval.log_samples else None
+    scores = {"val": evaluate_split(s, loop.val), "test": evaluate_split(s, test, kept)}
+    if kept is not None:
+        save_predictions(run, kept, env)
     figures = task_figures(s, run, scores["val"], loop.val) if env.is_main else {}
     return {**scores, **figures, "best_step": state.best_step,
             "monitor": {"key": s.objective.monitor, "mode": s.objective.mode, "value": state.best_value},
@@ -329,6 +335,27 @@ def finish(loop: Loop) -> dict[str, Any]:
             "time_per_step_s": state.train_time / max(1, state.timed_steps),
             "data_wait_share": state.data_wait / max(1e-12, state.train_time),
             "peak_memory_bytes": _peak_memory(env.device)}
+
+
+def save_predictions(run: RunFolder, kept: list[tuple[Any, Any, Any]], env: D.DistEnv, split: str = "test") -> None:
+    """RUN/predictions/<split>.npz (<split>.rank<r>.npz under torchrun: each rank its slice): `sample_index` (n,), the
+    `predictions` (regression: (n, l_output, d_output) float32; classification: (n, positions) class ids) and the
+    `targets`, in sample order."""
+    import numpy as np
+
+    from ..data.shards import atomic_write_bytes
+
+    folder = run.path / "predictions"
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {"sample_index": torch.cat([k[0] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.int64),
+              "predictions": torch.cat([k[1] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32),
+              "targets": torch.cat([k[2] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32)}
+    import io
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    name = f"{split}.npz" if env.world_size == 1 else f"{split}.rank{env.rank}.npz"
+    atomic_write_bytes(folder / name, buffer.getvalue())
 
 
 def _record(loop: Loop, record: dict[str, Any]) -> None:
