@@ -241,7 +241,7 @@ def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[
 
 def _split_left_out(folder: Path, split: str) -> bool:
     """Whether a partial download of `folder` left out shards of `split` (val or validation, train, test)."""
-    from .download import SPLIT_ALIASES
+    from .shards import SPLIT_ALIASES
     from .verify import absent_by_selection
 
     prefix = SPLIT_ALIASES.get(split, split) + "/"
