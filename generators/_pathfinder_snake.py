@@ -15,7 +15,7 @@ Halo coverage comes from the per-config templates of `_pathfinder_tables`, one p
 Path state `ps[k]`: 0-1 pivot (y, x), 2 orientation, 3-4 tip (y, x), 5-7 pending dash (tail y, tail x, angle),
 8 the pending dash's template id. Dash records `rec[k, j]`: tail y, tail x, angle, pivot y, pivot x.
 `tabs` (per image, for its margin): ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl,
-seed_tpl, zone runs, zone run counts.
+seed_tpl, zone runs, zone run counts, template row spans.
 """
 
 from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
@@ -27,7 +27,7 @@ from ._rng import randint, uniform  # also sets NUMBA_DISABLE_INTEL_SVML before 
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from ._pathfinder_geom import commit_template, template_fits  # noqa: E402
+from ._pathfinder_occ import commit_template, dilate_count, template_fits  # noqa: E402
 
 # int parameters (ip)
 SIZE, AA, PAD, SEED_DIST, CL, DL, ND, SEED_TRIALS, DASH_TRIALS, DIST_ATTEMPTS, MAX_PAIR, KFREE, KOVER, KLAB, \
@@ -52,35 +52,18 @@ def translate(py, px, theta, d):
 
 
 @njit(cache=True)
-def dilate_count(occ, qy, qx, m, hw, full):
-    """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored."""
-    size = occ.shape[0]
-    best = 0
-    for dy in range(-m, m + 1):
-        y = qy + dy
-        if y < 0 or y >= size:
-            continue
-        w = hw[abs(dy)]
-        for x in range(max(qx - w, 0), min(qx + w, size - 1) + 1):
-            v = occ[y, x]
-            if v > best:
-                best = v
-                if best >= full:
-                    return best
-    return best
-
-
-@njit(cache=True)
-def commit_pending(k, ps, occ, st, log, ip, pool, meta):
+def commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty):
     """M <- max(M, pending mask of path k)."""
-    commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta[int(ps[k, 8])])
+    commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta, int(ps[k, 8]), spans, dirty)
 
 
 @njit(cache=True)
-def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
     """Grow path k by one dash (an extension, as the card's step 2 describes it). Returns False on failure (nothing committed then)."""
     ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl = tabs[:11]
+    spans = tabs[14]
     size = ip[SIZE]
+    pad = min(ip[PAD], size)
     full = ip[AA] * ip[AA]
     ell = fp[LEN]
     cont = fp[CONT]
@@ -125,7 +108,7 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
             continue
         w = math.cos(turn)
         w = w * w
-        dm = dilate_count(occ, qy, qx, m, hw, full)
+        dm = dilate_count(occ, qy, qx, m, hw, full, pad, dirty)
         sc = (1.0 - dm / full) * w
         score[t] = sc
         total += sc
@@ -149,10 +132,10 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
         beta = atan_tab[qy - py + r1, qx - px + r1]
         ang = flip(beta)
         tid = ring_tpl[qy - py + r1, qx - px + r1]  # every candidate offset has one (see _pathfinder_tables)
-        if not template_fits(occ, ip[KOVER], full, qy, qx, pool, meta[tid]):
+        if not template_fits(occ, ip[KOVER], full, qy, qx, pool, meta[tid], spans):
             rejected = pick
             continue
-        commit_pending(k, ps, occ, st, log, ip, pool, meta)
+        commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty)
         ps[k, 0] = py
         ps[k, 1] = px
         ps[k, 2] = beta

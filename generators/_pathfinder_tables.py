@@ -97,6 +97,24 @@ def zone_runs(zones: np.ndarray, big: int) -> tuple[np.ndarray, np.ndarray]:
     return out, np.array([len(r) for r in found], dtype=np.int64)
 
 
+def template_spans(pool: np.ndarray, meta: np.ndarray) -> np.ndarray:
+    """(rows, 2): per template row, the columns [lo, hi) that hold its non-zero counts (lo = hi = 0 if none).
+
+    Sets meta[:, 5], the row of `spans` where each template's first row is (relative to this pool and meta).
+    """
+    spans = np.zeros((int(meta[:, 3].sum()), 2), dtype=np.int64)
+    row = 0
+    for t in range(meta.shape[0]):
+        pos, _, _, h, w = (int(v) for v in meta[t, :5])
+        nz = pool[pos:pos + h * w].reshape(h, w) > 0
+        hit = nz.any(axis=1)
+        spans[row:row + h, 0] = np.where(hit, nz.argmax(axis=1), 0)
+        spans[row:row + h, 1] = np.where(hit, w - nz[:, ::-1].argmax(axis=1), 0)
+        meta[t, 5] = row
+        row += h
+    return spans
+
+
 def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, ...], aa: int) -> tuple:
     """Everything the kernels look up, as a tuple of arrays stacked over margins (see `_pathfinder_kernel`)."""
     sub = subsample_offsets(aa)
@@ -114,7 +132,7 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
     ring_tpl = np.full((nm, width, width), -1, dtype=np.int64)
     seed_tpl = np.zeros((nm, 360), dtype=np.int64)
     zone_list = []
-    pools, metas, base = [], [], 0
+    pools, metas, span_list, base = [], [], [], 0
     for i, (m, (ys, xs)) in enumerate(zip(margins, rings, strict=True)):
         ring_y[i, :len(ys)] = ys
         ring_x[i, :len(xs)] = xs
@@ -133,11 +151,14 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
         seed_tpl[i] = base + np.arange(360)
         box = 2 * int(math.ceil(dash_length + half_thickness + m + 1.0)) + 4
         pool = np.zeros(len(thetas) * box * box, dtype=np.uint8)
-        meta = np.zeros((len(thetas), 5), dtype=np.int64)
+        meta = np.zeros((len(thetas), 6), dtype=np.int64)
         used = _build(np.array(thetas), float(dash_length), float(half_thickness), float(m), sub, aa, rho, pool,
                       meta)
         zone_list.append(zone_runs(free_zones(np.array(thetas[:360]), dash_length, half_thickness, m, aa, big), big))
+        spans = template_spans(pool, meta)
         meta[:, 0] += sum(len(p) for p in pools)
+        meta[:, 5] += sum(len(p) for p in span_list)
+        span_list.append(spans)
         pools.append(pool[:used])
         metas.append(meta)
         base += len(thetas)
@@ -147,4 +168,4 @@ def build_tables(dash_length: float, half_thickness: float, margins: tuple[int, 
         runs[i, :, :z[0].shape[1]] = z[0]
     return (ring_y, ring_x, order, atan_tab, np.array(r1s, dtype=np.int64), hw,
             np.array([len(r[0]) for r in rings], dtype=np.int64), np.concatenate(pools), np.concatenate(metas),
-            ring_tpl, seed_tpl, runs, np.stack([z[1] for z in zone_list]))
+            ring_tpl, seed_tpl, runs, np.stack([z[1] for z in zone_list]), np.concatenate(span_list))

@@ -217,7 +217,7 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=16)
 def kernel_params(config: PathfinderConfig) -> tuple:
     """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
-    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`)."""
+    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`), then the template row spans."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
@@ -243,9 +243,9 @@ def kernel_params(config: PathfinderConfig) -> tuple:
                        (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa))):
         fp[idx] = value
     margins = np.array(config.margin_list, dtype=np.int64)
-    tables = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
+    *tables, spans = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum)
+    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, spans)
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",

@@ -1,0 +1,163 @@
+"""Pathfinder's occupancy map M (data_cards/pathfinder.md, step 2): commits, the overlap test, dilation, rollback.
+
+`occ` holds integer sub-sample counts (occupancy = count / aa^2, never above full = aa^2); the `pad`-wide border is
+full from the start. Halos enter it as the templates of `_pathfinder_tables` (dense counts per orientation, with
+each template row's span of non-zero counts in `spans`). `st` is the per-image state: st[0] the free-pixel count,
+st[1] the undo-log fill, st[2] the log mode.
+
+* Pixel mode (st[2] = 0, distractors): every raised pixel is logged as (index, old value); `undo_to` writes the old
+  values back, so any state can be restored.
+* Box mode (st[2] = 1, the main pair): the pair is always tried on the initial map (border only), so a commit logs
+  just (origin, template id) and raises occ branch-free; `undo_to` resets each logged template's spans to the
+  initial map. Same map afterwards, a fraction of the work.
+
+`dirty` is a coarse map, one flag per BLOCK x BLOCK pixels, set wherever a commit may have raised an interior pixel
+(a conservative bound: flags are only cleared when the whole interior is known to be zero again). `dilate_count`
+answers 0 at once when the disk meets no flagged block, which is the common case.
+"""
+
+from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
+
+from . import _rng  # noqa: F401  (sets NUMBA_DISABLE_INTEL_SVML before numba is imported)
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+SHIFT = 3
+BLOCK = 1 << SHIFT
+"""Side of a `dirty` block, pixels."""
+
+
+@njit(cache=True)
+def commit_template(occ, st, kfree, log, qy, qx, pool, meta, tid, spans, dirty):
+    """occ = max(occ, halo counts of template `tid` placed with its origin at (qy, qx)).
+
+    Keeps the free-pixel count st[0], logs the change (see the module docstring for the two modes) and flags the
+    touched blocks in `dirty`. Only each template row's non-zero span is visited: a zero never raises occ.
+    """
+    size = occ.shape[0]
+    pos, y0, x0, h, w, rp = meta[tid, 0], meta[tid, 1], meta[tid, 2], meta[tid, 3], meta[tid, 4], meta[tid, 5]
+    ya = max(qy + y0, 0)
+    yb = min(qy + y0 + h, size)
+    boxed = st[2] != 0
+    if boxed:
+        n = st[1]
+        log[n, 0] = qy * size + qx
+        log[n, 1] = tid
+        st[1] = n + 1
+    crossed = 0
+    for y in range(ya, yb):
+        r = y - qy - y0
+        base = pos + r * w - (qx + x0)
+        xa = max(qx + x0 + spans[rp + r, 0], 0)
+        xb = min(qx + x0 + spans[rp + r, 1], size)
+        if xa >= xb:
+            continue
+        for b in range(xa >> SHIFT, ((xb - 1) >> SHIFT) + 1):
+            dirty[y >> SHIFT, b] = 1
+        if boxed:
+            for x in range(xa, xb):
+                k = pool[base + x]
+                old = occ[y, x]
+                crossed += (old <= kfree) & (k > kfree)
+                occ[y, x] = max(old, k)
+            continue
+        for x in range(xa, xb):
+            k = pool[base + x]
+            old = occ[y, x]
+            if k > old:
+                n = st[1]
+                log[n, 0] = y * size + x
+                log[n, 1] = old
+                st[1] = n + 1
+                occ[y, x] = k
+                if old <= kfree and k > kfree:
+                    crossed += 1
+    st[0] -= crossed
+
+
+@njit(cache=True)
+def undo_to(occ, st, log, mark, meta, spans, pad, full, dirty):
+    """Roll the occupancy back to log position `mark` (the free count is restored by the caller)."""
+    size = occ.shape[0]
+    if st[2] == 0:
+        for n in range(st[1] - 1, mark - 1, -1):
+            idx = log[n, 0]
+            occ[idx // size, idx % size] = log[n, 1]
+        st[1] = mark
+        return
+    for n in range(mark, st[1]):  # box mode: back to the initial map (zero inside, full on the border)
+        qy = log[n, 0] // size
+        qx = log[n, 0] % size
+        tid = log[n, 1]
+        y0, x0, h, rp = meta[tid, 1], meta[tid, 2], meta[tid, 3], meta[tid, 5]
+        for y in range(max(qy + y0, 0), min(qy + y0 + h, size)):
+            r = y - qy - y0
+            xa = max(qx + x0 + spans[rp + r, 0], 0)
+            xb = min(qx + x0 + spans[rp + r, 1], size)
+            edge = y < pad or y >= size - pad
+            for x in range(xa, xb):
+                occ[y, x] = full if edge or x < pad or x >= size - pad else 0
+    st[1] = mark
+    if mark == 0:
+        dirty[:, :] = 0
+
+
+@njit(cache=True)
+def template_fits(occ, kover, full, qy, qx, pool, meta_row, spans):
+    """True iff max(occ + halo counts of the template at (qy, qx)) < the overlap limit (no pixel reaches kover).
+
+    occ never exceeds full, so where kover > full only the template's non-zero spans can fail; each row is reduced
+    to its maximum without branches (vectorised), then compared.
+    """
+    size = occ.shape[0]
+    pos, y0, x0, h, w, rp = meta_row[0], meta_row[1], meta_row[2], meta_row[3], meta_row[4], meta_row[5]
+    ya = max(qy + y0, 0)
+    yb = min(qy + y0 + h, size)
+    narrow = kover > full
+    for y in range(ya, yb):
+        r = y - qy - y0
+        base = pos + r * w - (qx + x0)
+        lo, hi = (spans[rp + r, 0], spans[rp + r, 1]) if narrow else (0, w)
+        xa = max(qx + x0 + lo, 0)
+        xb = min(qx + x0 + hi, size)
+        best = 0
+        for x in range(xa, xb):
+            best = max(best, np.int32(occ[y, x]) + np.int32(pool[base + x]))
+        if best >= kover:
+            return False
+    return True
+
+
+@njit(cache=True)
+def dilate_count(occ, qy, qx, m, hw, full, pad, dirty):
+    """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored.
+
+    The border is full (and nothing exceeds full), so a disk reaching into it gives full at once; a disk that meets
+    no dirty block gives 0; otherwise each disk row is reduced to its maximum, then compared.
+    """
+    size = occ.shape[0]
+    if pad > 0:
+        if qy - m < pad or qy + m >= size - pad or qx - m < pad or qx + m >= size - pad:
+            return full
+        clean = True
+        for by in range((qy - m) >> SHIFT, ((qy + m) >> SHIFT) + 1):
+            for bx in range((qx - m) >> SHIFT, ((qx + m) >> SHIFT) + 1):
+                if dirty[by, bx]:
+                    clean = False
+        if clean:
+            return 0
+    best = 0
+    for dy in range(-m, m + 1):
+        y = qy + dy
+        if y < 0 or y >= size:
+            continue
+        w = hw[abs(dy)]
+        rb = 0
+        for x in range(max(qx - w, 0), min(qx + w, size - 1) + 1):
+            rb = max(rb, occ[y, x])
+        if rb > best:
+            best = rb
+            if best >= full:
+                return best
+    return best
