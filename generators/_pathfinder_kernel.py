@@ -19,7 +19,7 @@ from numba import njit, prange  # noqa: E402
 
 from ._pathfinder_geom import draw_label, draw_max  # noqa: E402
 from ._pathfinder_lanczos import label_path_reference  # noqa: E402
-from ._pathfinder_occ import SHIFT, undo_to  # noqa: E402
+from ._pathfinder_occ import SHIFT, free_count, undo_to  # noqa: E402
 from ._pathfinder_snake import (  # noqa: E402
     AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
     MARKER_I, MARKER_R, MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip,
@@ -78,6 +78,7 @@ def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rn
     for k in range(2):
         if k == 1 or ip[COMMIT_LAST]:
             commit_pending(k, ps, occ, st, log, ip, tabs[8], tabs[9], tabs[14], dirty)
+    st[0] = free_count(occ, ip[KFREE])
     st[1] = 0  # the pair is final: forget its undo log; distractors log pixels
     st[2] = 0
     return True
@@ -134,7 +135,8 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     nring = tables[6][mi]
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
-            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14])
+            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14], tables[15],
+            tables[16], tables[17])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):
@@ -211,6 +213,15 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     meta[15] = m
     meta[16] = nplaced
     meta[18] = 0
+
+
+@njit(cache=True)
+def value_counts(values):
+    """(256,) int64 counts of each byte value in a 1-D uint8 array: `np.bincount` without widening to int64."""
+    counts = np.zeros(256, dtype=np.int64)
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return counts
 
 
 @njit(cache=True)

@@ -8,8 +8,9 @@ st[1] the undo-log fill, st[2] the log mode.
 * Pixel mode (st[2] = 0, distractors): every raised pixel is logged as (index, old value); `undo_to` writes the old
   values back, so any state can be restored.
 * Box mode (st[2] = 1, the main pair): the pair is always tried on the initial map (border only), so a commit logs
-  just (origin, template id) and raises occ branch-free; `undo_to` resets each logged template's spans to the
-  initial map. Same map afterwards, a fraction of the work.
+  just (origin, template id) and raises occ branch-free, leaving st[0] alone (`free_count` recounts it once the
+  pair is final); `undo_to` resets each logged template's spans to the initial map. Same map, a fraction of the
+  work.
 
 `dirty` is a coarse map, one flag per BLOCK x BLOCK pixels, set wherever a commit may have raised an interior pixel
 (a conservative bound: flags are only cleared when the whole interior is known to be zero again). `dilate_count`
@@ -32,7 +33,7 @@ BLOCK = 1 << SHIFT
 def commit_template(occ, st, kfree, log, qy, qx, pool, meta, tid, spans, dirty):
     """occ = max(occ, halo counts of template `tid` placed with its origin at (qy, qx)).
 
-    Keeps the free-pixel count st[0], logs the change (see the module docstring for the two modes) and flags the
+    Logs the change and keeps the free-pixel count st[0] (pixel mode; see the module docstring) and flags the
     touched blocks in `dirty`. Only each template row's non-zero span is visited: a zero never raises occ.
     """
     size = occ.shape[0]
@@ -45,22 +46,18 @@ def commit_template(occ, st, kfree, log, qy, qx, pool, meta, tid, spans, dirty):
         log[n, 0] = qy * size + qx
         log[n, 1] = tid
         st[1] = n + 1
-    crossed = 0
+    xa0 = max(qx + x0, 0)
+    xb0 = min(qx + x0 + w, size)
+    if ya < yb and xa0 < xb0:  # flag the template's whole box: fewer writes than per row, still an upper bound
+        dirty[ya >> SHIFT:((yb - 1) >> SHIFT) + 1, xa0 >> SHIFT:((xb0 - 1) >> SHIFT) + 1] = 1
     for y in range(ya, yb):
         r = y - qy - y0
         base = pos + r * w - (qx + x0)
         xa = max(qx + x0 + spans[rp + r, 0], 0)
         xb = min(qx + x0 + spans[rp + r, 1], size)
-        if xa >= xb:
-            continue
-        for b in range(xa >> SHIFT, ((xb - 1) >> SHIFT) + 1):
-            dirty[y >> SHIFT, b] = 1
-        if boxed:
+        if boxed:  # branch-free (vectorised); the free count is recounted once the pair is final
             for x in range(xa, xb):
-                k = pool[base + x]
-                old = occ[y, x]
-                crossed += (old <= kfree) & (k > kfree)
-                occ[y, x] = max(old, k)
+                occ[y, x] = max(occ[y, x], pool[base + x])
             continue
         for x in range(xa, xb):
             k = pool[base + x]
@@ -72,8 +69,18 @@ def commit_template(occ, st, kfree, log, qy, qx, pool, meta, tid, spans, dirty):
                 st[1] = n + 1
                 occ[y, x] = k
                 if old <= kfree and k > kfree:
-                    crossed += 1
-    st[0] -= crossed
+                    st[0] -= 1
+
+
+@njit(cache=True)
+def free_count(occ, kfree):
+    """Pixels with occupancy count <= kfree (free)."""
+    size = occ.shape[0]
+    n = 0
+    for y in range(size):
+        for x in range(size):
+            n += occ[y, x] <= kfree
+    return n
 
 
 @njit(cache=True)
@@ -95,9 +102,14 @@ def undo_to(occ, st, log, mark, meta, spans, pad, full, dirty):
             r = y - qy - y0
             xa = max(qx + x0 + spans[rp + r, 0], 0)
             xb = min(qx + x0 + spans[rp + r, 1], size)
-            edge = y < pad or y >= size - pad
-            for x in range(xa, xb):
-                occ[y, x] = full if edge or x < pad or x >= size - pad else 0
+            if y < pad or y >= size - pad:
+                occ[y, xa:xb] = full
+                continue
+            occ[y, max(xa, pad):min(xb, size - pad)] = 0
+            for x in range(xa, min(xb, pad)):
+                occ[y, x] = full
+            for x in range(max(xa, size - pad), xb):
+                occ[y, x] = full
     st[1] = mark
     if mark == 0:
         dirty[:, :] = 0
@@ -130,6 +142,18 @@ def template_fits(occ, kover, full, qy, qx, pool, meta_row, spans):
 
 
 @njit(cache=True)
+def region_clean(dirty, qy, qx, reach, size, pad):
+    """True iff the square qy, qx +- reach lies inside the border (pad > 0) and meets no dirty block: occ is 0 on it."""
+    if pad <= 0 or qy - reach < pad or qy + reach >= size - pad or qx - reach < pad or qx + reach >= size - pad:
+        return False
+    for by in range((qy - reach) >> SHIFT, ((qy + reach) >> SHIFT) + 1):
+        for bx in range((qx - reach) >> SHIFT, ((qx + reach) >> SHIFT) + 1):
+            if dirty[by, bx]:
+                return False
+    return True
+
+
+@njit(cache=True)
 def dilate_count(occ, qy, qx, m, hw, full, pad, dirty):
     """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored.
 
@@ -140,12 +164,7 @@ def dilate_count(occ, qy, qx, m, hw, full, pad, dirty):
     if pad > 0:
         if qy - m < pad or qy + m >= size - pad or qx - m < pad or qx + m >= size - pad:
             return full
-        clean = True
-        for by in range((qy - m) >> SHIFT, ((qy + m) >> SHIFT) + 1):
-            for bx in range((qx - m) >> SHIFT, ((qx + m) >> SHIFT) + 1):
-                if dirty[by, bx]:
-                    clean = False
-        if clean:
+        if region_clean(dirty, qy, qx, m, size, pad):
             return 0
     best = 0
     for dy in range(-m, m + 1):

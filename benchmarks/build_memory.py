@@ -1,0 +1,77 @@
+"""Peak memory of a dataset build, summed over its processes (the CLI and its workers).
+
+    PYTHONSAFEPATH=1 python benchmarks/build_memory.py -- pathfinder --size 512 -n 512 --split train=1.0 --workers 2
+
+Runs `ssmbench generate ARGS --out TMP -q` (the CLI beside sys.executable) and polls /proc every 50 ms: each
+process's VmHWM (its own peak RSS, kept by the kernel, so no spike is missed) is read until it exits, and the peaks
+of all processes of the tree are summed (an upper bound of the simultaneous total). Prints the wall time, the
+per-process peaks and the sum, and the load average at start and end (other processes may share the cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _status(pid: int, key: str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*") if Path(f"/proc/{p}/task").exists() else []:
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return out
+
+
+def measure(args: list[str]) -> dict:
+    cli = Path(sys.executable).with_name("ssmbench")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([str(cli), "generate", *args, "--out", tmp, "-q"])
+        peaks: dict[int, float] = {}
+        while proc.poll() is None:
+            for p in _tree(proc.pid):
+                hwm = _status(p, "VmHWM")
+                if hwm is not None:
+                    peaks[p] = max(peaks.get(p, 0.0), hwm)
+            time.sleep(0.05)
+        wall = time.perf_counter() - t0
+        if proc.returncode:
+            raise SystemExit(f"ssmbench generate exited with {proc.returncode}")
+    return {"wall_s": wall, "peaks_mib": sorted(peaks.values(), reverse=True), "sum_mib": sum(peaks.values())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("generate_args", nargs=argparse.REMAINDER, help="arguments of `ssmbench generate` after --")
+    args = ap.parse_args()
+    gen = [a for a in args.generate_args if a != "--"]
+    load0 = os.getloadavg()
+    res = measure(gen)
+    load1 = os.getloadavg()
+    print(f"ssmbench generate {' '.join(gen)}: {res['wall_s']:.1f} s wall; peak RSS per process "
+          f"{', '.join(f'{p:.0f}' for p in res['peaks_mib'])} MiB, summed {res['sum_mib']:.0f} MiB; "
+          f"load average {load0[0]:.2f} at start, {load1[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()
