@@ -105,8 +105,12 @@ def _config_of(plan: BuildPlan) -> Any:
     return task, config_from_dict(task.Config, plan.config)
 
 
+BLOCK_BYTES = 32 << 20
+"""Raw bytes generated per block of a shard job (memory per worker: about twice this above the interpreter)."""
+
+
 def _block_size(spec_bytes: int) -> int:
-    return int(max(1, min(256, (64 << 20) // max(spec_bytes, 1))))
+    return int(max(1, min(256, BLOCK_BYTES // max(spec_bytes, 1))))
 
 
 def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None,

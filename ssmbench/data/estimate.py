@@ -75,7 +75,9 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     def rows(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: block[name][lo:hi] for name in fields if name != "sample_id"}
 
-    block_rows = max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1)))
+    from .build import _block_size
+
+    block_rows = _block_size(spec.bytes_per_sample())
 
     def zeros(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: np.zeros((hi - lo, *f.shape), f.dtype) for name, f in fields.items() if name != "sample_id"}

@@ -266,7 +266,7 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 stored = {name: _checked(name, f, block.get(name), hi - lo, attrs) for name, f in fields.items()}
                 for name, arr in stored.items():
                     dsets[name][lo - shard.start:hi - shard.start] = arr
-                    content[name].update(arr.tobytes())
+                    content[name].update(arr.data)  # contiguous (_checked): no copy
                 hashes[lo - shard.start:hi - shard.start] = row_hashes(stored)
                 if stats_fn is not None:
                     for key, value in stats_fn(block).items():
