@@ -4,7 +4,8 @@
 
 Runs `ssmbench generate ARGS --out TMP -q` (the CLI beside sys.executable) and polls /proc every 50 ms: each
 process's VmHWM (its own peak RSS, kept by the kernel, so no spike is missed) is read until it exits, and the peaks
-of all processes of the tree are summed (an upper bound of the simultaneous total). Prints the wall time, the
+of all processes of the tree are summed (an upper bound of the simultaneous total); so are their CPU seconds
+(the last reading before each exits, so up to 50 ms per process may be missed). Prints the wall time, the
 per-process peaks and the sum, and the load average at start and end (other processes may share the cores).
 """
 
@@ -42,22 +43,40 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _cpu(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (/proc/PID/stat fields 14 and 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def watch(cmd: list[str]) -> dict:
+    """Run cmd; its wall time and, per process of its tree (polled every 50 ms), peak RSS and CPU seconds."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks: dict[int, float] = {}
+    cpu: dict[int, float] = {}
+    while proc.poll() is None:
+        for p in _tree(proc.pid):
+            hwm, used = _status(p, "VmHWM"), _cpu(p)
+            if hwm is not None:
+                peaks[p] = max(peaks.get(p, 0.0), hwm)
+            if used is not None:
+                cpu[p] = max(cpu.get(p, 0.0), used)
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd[:3])} exited with {proc.returncode}: {proc.stderr.read().decode()[-500:]}")
+    return {"wall_s": wall, "peaks_mib": sorted(peaks.values(), reverse=True), "sum_mib": sum(peaks.values()),
+            "cpu_s": sum(cpu.values())}
+
+
 def measure(args: list[str]) -> dict:
     cli = Path(sys.executable).with_name("ssmbench")
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([str(cli), "generate", *args, "--out", tmp, "-q"])
-        peaks: dict[int, float] = {}
-        while proc.poll() is None:
-            for p in _tree(proc.pid):
-                hwm = _status(p, "VmHWM")
-                if hwm is not None:
-                    peaks[p] = max(peaks.get(p, 0.0), hwm)
-            time.sleep(0.05)
-        wall = time.perf_counter() - t0
-        if proc.returncode:
-            raise SystemExit(f"ssmbench generate exited with {proc.returncode}")
-    return {"wall_s": wall, "peaks_mib": sorted(peaks.values(), reverse=True), "sum_mib": sum(peaks.values())}
+        return watch([str(cli), "generate", *args, "--out", tmp, "-q"])
 
 
 def main() -> None:
