@@ -13,7 +13,9 @@ is checked for that n; it scales linearly in n beyond the fixed cost):
   tree (workers included, polled from /proc by `build_memory.watch`).
 
 Prints estimate / measured per dataset and the load average before and after each (timings on a shared machine
-follow its load; the estimate is built from CPU time so that it does not).
+follow its load; the estimate is built from CPU time so that it does not). As a load-independent check it also
+prints estimate / CPU seconds of the tree: on an idle machine the wall time lies between CPU / cores and CPU (plus
+any I/O wait), so that ratio should lie between 1 / cores and 1.
 """
 
 from __future__ import annotations
@@ -70,13 +72,14 @@ def main() -> None:
     rows = []
     print(f"{os.cpu_count()} CPUs; fraction {args.fraction:g} of the paper sample counts, --workers {args.workers}")
     print(f"{'dataset':24s} {'n':>7s} {'estimate s':>10s} {'(fixed)':>8s} {'measured s':>10s} {'CPU s':>7s} "
-          f"{'est/meas':>8s}  load start/end")
+          f"{'est/meas':>8s} {'est/CPU':>7s}  load start/end")
     for name in args.only or DATASETS:
         n = max(64, round(DATASETS[name][1] * args.fraction))
         r = run(name, n, args.workers)
         rows.append(r)
         print(f"{name:24s} {n:7d} {r['estimate_s']:10.1f} {r['fixed_s']:8.1f} {r['measured_s']:10.1f} "
-              f"{r['cpu_s']:7.1f} {r['ratio']:8.2f}  {r['load_start']:.2f}/{r['load_end']:.2f}", flush=True)
+              f"{r['cpu_s']:7.1f} {r['ratio']:8.2f} {r['estimate_s'] / r['cpu_s']:7.2f}  "
+              f"{r['load_start']:.2f}/{r['load_end']:.2f}", flush=True)
     ratios = [r["ratio"] for r in rows]
     print(f"est/measured: min {min(ratios):.2f}, max {max(ratios):.2f}; within +-25 %: "
           f"{sum(0.75 <= x <= 1.25 for x in ratios)}/{len(ratios)}")
