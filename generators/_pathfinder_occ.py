@@ -29,7 +29,7 @@ BLOCK = 1 << SHIFT
 """Side of a `dirty` block, pixels."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def commit_template(occ, st, kfree, log, qy, qx, pool, meta, tid, spans, dirty):
     """occ = max(occ, halo counts of template `tid` placed with its origin at (qy, qx)).
 
@@ -83,7 +83,7 @@ def free_count(occ, kfree):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def undo_to(occ, st, log, mark, meta, spans, pad, full, dirty):
     """Roll the occupancy back to log position `mark` (the free count is restored by the caller)."""
     size = occ.shape[0]
@@ -115,7 +115,7 @@ def undo_to(occ, st, log, mark, meta, spans, pad, full, dirty):
         dirty[:, :] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def template_fits(occ, kover, full, qy, qx, pool, meta_row, spans):
     """True iff max(occ + halo counts of the template at (qy, qx)) < the overlap limit (no pixel reaches kover).
 
@@ -141,7 +141,7 @@ def template_fits(occ, kover, full, qy, qx, pool, meta_row, spans):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def region_clean(dirty, qy, qx, reach, size, pad):
     """True iff the square qy, qx +- reach lies inside the border (pad > 0) and meets no dirty block: occ is 0 on it."""
     if pad <= 0 or qy - reach < pad or qy + reach >= size - pad or qx - reach < pad or qx + reach >= size - pad:
@@ -153,7 +153,7 @@ def region_clean(dirty, qy, qx, reach, size, pad):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def dilate_count(occ, qy, qx, m, hw, full, pad, dirty):
     """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored.
 

@@ -39,18 +39,18 @@ LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO = range(8)
 DEG = math.pi / 180.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def flip(theta):
     return theta + math.pi if theta < 0.0 else theta - math.pi
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def translate(py, px, theta, d):
     """The reference's integer bookkeeping step: ceil of the real end point."""
     return int(math.ceil(py + d * math.sin(theta))), int(math.ceil(px + d * math.cos(theta)))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty):
     """M <- max(M, pending mask of path k)."""
     commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta, int(ps[k, 8]), spans, dirty)
@@ -105,7 +105,7 @@ def ring_scores(py, px, th, occ, m, ip, fp, tabs, dirty):
     return nc, total
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def table_scores(py, px, tid, occ, m, ip, tabs, dirty):
     """`ring_scores` from the candidate tables of the pending dash's template `tid`: only the candidates with a
     non-zero turn weight, in the same (y, x) order, so the total and every pick are the same."""
@@ -117,9 +117,7 @@ def table_scores(py, px, tid, occ, m, ip, tabs, dirty):
     lo, hi = cstart[tid], cstart[tid + 1]
     nc = 0
     total = 0.0
-    reach = m
-    for e in range(lo, hi):
-        reach = max(reach, abs(coff[e, 0]) + m, abs(coff[e, 1]) + m)
+    reach = tabs[4] + m  # r1 bounds every candidate offset (see _pathfinder_tables)
     if region_clean(dirty, py, px, reach, size, pad):  # every disk is clean, inside the border: dm = 0 throughout
         for e in range(lo, hi):
             cand[nc] = (py + coff[e, 0]) * size + px + coff[e, 1]
@@ -141,7 +139,7 @@ def table_scores(py, px, tid, occ, m, ip, tabs, dirty):
     return nc, total
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
     """Grow path k by one dash (an extension, as the card's step 2 describes it). Returns False on failure (nothing committed then)."""
     atan_tab, r1, cand, score, pool, meta, ring_tpl = tabs[3], tabs[4], tabs[6], tabs[7], tabs[8], tabs[9], tabs[10]
@@ -200,7 +198,7 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def tail_available(occ, kfree, band, py, px, zone, nz):
     """Is p in A: every in-image pixel of p + F_theta free in B (= occ with a `band`-wide frame set to 1)?
 
@@ -258,7 +256,7 @@ def sample_tail(occ, kfree, band, pad, zone, nz, tries, rng, out):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def start_path(k, ps, rec, nrec, ty, tx, theta, tid, hy, hx, vy, vx):
     """Record a first dash R(tail, theta): pivot m behind the tail, tip = head, pending = this dash."""
     ps[k, 0] = vy
