@@ -35,10 +35,13 @@ MODELS = ("dlr", "attention", "s4d", "lru")
 def bare_loop(cfg, steps: int, device: torch.device) -> tuple[float, int]:
     """Seconds per step and peak bytes of a plain loop over one resident batch."""
     from ssmbench.harness.batches import EvalSet
-    from ssmbench.harness.trainer import _optimizer, setup
+    from ssmbench.harness.optim_groups import param_groups
+    from ssmbench.harness.trainer import setup
 
     s = setup(cfg)
-    opt = _optimizer(s)
+    t = cfg.train
+    opt = torch.optim.AdamW(param_groups(s.bare, lr=t.lr, weight_decay=t.weight_decay, lr_ssm=t.lr_ssm), lr=t.lr,
+                            betas=(t.beta1, t.beta2), eps=t.eps, weight_decay=t.weight_decay)
     batch = EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, "train", cfg.train.batch_size)
     x, y = batch.inputs.to(device), batch.targets.to(device)
     model = s.model.train()
@@ -85,7 +88,8 @@ def main() -> None:
     ap.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = ap.parse_args()
 
-    from ssmbench.harness.evaluation import evaluate, resolve_run_config
+    from ssmbench.harness.evaluation import evaluate
+    from ssmbench.harness.run_config import RunConfig
 
     device = torch.device(args.device if args.device != "cuda" else "cuda:0")
     rows = []
@@ -98,7 +102,7 @@ def main() -> None:
                     "eval.test_samples": 16, "data.workers": args.workers, "hardware.device": args.device,
                     "train.log_every": 10 ** 9}
             try:
-                cfg = resolve_run_config(model, task, preset, overrides=keys)
+                cfg = RunConfig.resolve(model, task, preset, overrides=keys)
             except Exception as exc:  # noqa: BLE001 - a model without a row is reported, not fatal
                 print(f"skip {setting}/{model}: {exc}", file=sys.stderr)
                 continue

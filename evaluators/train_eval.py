@@ -1,7 +1,7 @@
 """The default evaluator: train with the task's protocol, select on validation, score test once.
 
-Thin glue over `ssmbench.harness` (the loop is `ssmbench.harness.trainer.train`); `ssmbench eval --evaluator
-train_eval` and `ssmbench.evaluate(...)` take the same path.
+Thin glue over `ssmbench.harness.evaluation.train_and_score` (the loop is `ssmbench.harness.trainer.train`):
+`ssmbench eval` (`--evaluator train_eval`, the default) and `ssmbench.evaluate(...)` take this path.
 """
 
 from __future__ import annotations
@@ -10,20 +10,19 @@ from pathlib import Path
 from typing import Any, final
 
 from ssmbench.api import Evaluator
-from ssmbench.harness.run_config import RunConfig
 
 
 @final
 class TrainEval(Evaluator):
-    """Train on fresh batches, keep the checkpoint with the best validation metric, score test at it."""
+    """Train on the task's batches, keep the checkpoint with the best validation metric, score test at it."""
 
     name = "train_eval"
-    Config = RunConfig
 
-    def run(self, model: Any, data: Any, config: Any, run_dir: Path) -> Any:
-        """model: a name or module:Object; data: a task name; config: a RunConfig or a dict of -o keys."""
-        from ssmbench.harness.evaluation import evaluate
+    def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
+            quiet: bool = False, logger: str | None = None, force: bool = False, **options: Any) -> Any:
+        """`force`: train even when the estimated peak memory exceeds the device's free memory."""
+        from ssmbench.harness.evaluation import train_and_score
 
-        if isinstance(config, RunConfig):
-            return evaluate(config=config, out=run_dir)
-        return evaluate(model, data, overrides=dict(config or {}), out=run_dir)
+        if options:
+            raise TypeError(f"train_eval takes no options {sorted(options)}")
+        return train_and_score(config, out, runs_root, quiet=quiet, logger=logger, force=force)

@@ -77,3 +77,14 @@ def empty_outputs(spec: Spec, n: int) -> dict[str, np.ndarray]:
 
 def as_keys(keys: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+
+
+def atomic_paper_family(task: Any, config: Any) -> str:
+    """`Task.paper_family` of the atomic tasks: Table 5's rows at L = 512 ("atomic512"), else "atomic" (L = 4096,
+    and any other length, which keeps the 4096 rows' settings at that L)."""
+    return "atomic512" if config.L == 512 else "atomic"
+
+
+def shift_paper_family(task: Any, config: Any) -> str:
+    """SHIFT's rows: Table 5 at L = 4096 and 512, Table 2 ("long_shift": H = 32, batch 4) at every other length."""
+    return "atomic" if config.L == 4096 else "atomic512" if config.L == 512 else "long_shift"

@@ -28,7 +28,15 @@ from numba import njit, prange
 
 from ssmbench.api import Field, Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_ninf_normal
 from ._rng import randint_s
 
@@ -73,6 +81,9 @@ class ContextShift(Task[ContextShiftConfig]):
     presets = length_presets(ContextShiftConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 9, "table1": 9}
+    paper_family = atomic_paper_family
 
     def spec(self, config: ContextShiftConfig):
         extra = {"shift": Field("int32", (), "the shift s in {0 .. L-3}", codec="none")}

@@ -26,7 +26,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_noise_then_zeros
 
 
@@ -64,6 +72,9 @@ class Cummax(Task[CummaxConfig]):
     presets = length_presets(CummaxConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 2, "table1": 2}
+    paper_family = atomic_paper_family
 
     def spec(self, config: CummaxConfig):
         return atomic_spec(config.L, 3, config.L, 1)

@@ -25,7 +25,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_noise_then_zeros
 
 
@@ -66,6 +74,9 @@ class Cumsum(Task[CumsumConfig]):
     presets = length_presets(CumsumConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 1, "table1": 1}
+    paper_family = atomic_paper_family
 
     def spec(self, config: CumsumConfig):
         return atomic_spec(config.L, 3, config.L, 1)

@@ -69,6 +69,10 @@ class ListOps(Task[ListOpsConfig]):
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
     _label_all: ClassVar[bool] = False
+    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
+
+    def paper_family(self, config: ListOpsConfig) -> str:
+        return "lra_listops"  # the DLR paper did not train on LRA ListOps: no paper row matches
     """Label only the root's `]` (the one difference from `listops_subtrees`)."""
 
     def spec(self, config: ListOpsConfig) -> Spec:

@@ -75,6 +75,17 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
     _label_all: ClassVar[bool] = True
+    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
+    groups: ClassVar[Mapping[str, int]] = {"higher_order": 0}
+
+    def paper_family(self, config: ListOpsSubtreesConfig) -> str:
+        return "listops"  # Table 6's ListOps rows
+
+    def metric_breakdowns(self, config: ListOpsSubtreesConfig) -> Mapping[str, int]:
+        return {"node_height": int(config.max_depth), "node_op": 4}  # Figure 2: heights < max_depth, 4 operators
+
+    def paper_data(self, config: ListOpsSubtreesConfig) -> ListOpsSubtreesConfig:
+        return self.presets["dlr"]
     """Label every `]` (the one difference from `listops`, which labels only the root)."""
 
     def spec(self, config: ListOpsSubtreesConfig) -> Spec:

@@ -39,6 +39,7 @@ from ssmbench.api import Task, TaskConfig
 
 from ._atomic import (
     as_keys,
+    atomic_paper_family,
     atomic_spec,
     check_bool,
     check_length,
@@ -201,6 +202,9 @@ class Mips(Task[MipsConfig]):
     presets = length_presets(MipsConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 10, "table1": 10}
+    paper_family = atomic_paper_family
 
     def spec(self, config: MipsConfig):
         D = config.D

@@ -282,6 +282,14 @@ class Pathfinder(Task[PathfinderConfig]):
     hf_task_category: ClassVar[str] = "image-segmentation"
     stream_exempt: ClassVar[tuple[str, ...]] = ("label_rule",)
     """The label rule draws nothing: folders of either rule hold the same images."""
+    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
+    groups: ClassVar[Mapping[str, int]] = {"higher_order": 1}
+
+    def paper_family(self, config: PathfinderConfig) -> str:
+        return f"pathfinder{config.size}"  # Table 6 rows per image side
+
+    def paper_data(self, config: PathfinderConfig) -> PathfinderConfig:
+        return dataclasses.replace(config, label_rule="reference")  # Table 3 was measured on the reference's masks
 
     def spec(self, config: PathfinderConfig) -> Spec:
         s = config.size

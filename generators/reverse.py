@@ -25,7 +25,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_noise_then_zeros
 
 
@@ -61,6 +69,9 @@ class Reverse(Task[ReverseConfig]):
     presets = length_presets(ReverseConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 5, "table1": 5}
+    paper_family = atomic_paper_family
 
     def spec(self, config: ReverseConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1)

@@ -31,6 +31,7 @@ from ssmbench.api import Field, Task, TaskConfig
 
 from ._atomic import (
     as_keys,
+    atomic_paper_family,
     atomic_spec,
     check_bool,
     check_length,
@@ -113,6 +114,9 @@ class Select(Task[SelectConfig]):
     presets = length_presets(SelectConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 7, "table1": 7}
+    paper_family = atomic_paper_family
 
     def spec(self, config: SelectConfig):
         extra = {"positions": Field("int32", (config.M,), "the marked positions, ascending", shuffle=True)}

@@ -31,6 +31,7 @@ from ssmbench.seeding import fixed_key
 
 from ._atomic import (
     as_keys,
+    atomic_paper_family,
     atomic_spec,
     check_bool,
     check_length,
@@ -83,6 +84,9 @@ class SelectFixed(Task[SelectFixedConfig]):
     presets = length_presets(SelectFixedConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 3, "table1": 3}
+    paper_family = atomic_paper_family
 
     def spec(self, config: SelectFixedConfig):
         return atomic_spec(config.L + 2 * config.M, 4, config.M, 1,

@@ -28,7 +28,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+    shift_paper_family,
+)
 from ._kernels import fill_noise_then_zeros
 
 
@@ -77,6 +85,9 @@ class Shift(Task[ShiftConfig]):
     presets = length_presets(ShiftConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 0, "table1": 0}
+    paper_family = shift_paper_family
 
     def spec(self, config: ShiftConfig):
         return atomic_spec(config.L, 3, config.L, config.num_shifts)

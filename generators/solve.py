@@ -33,7 +33,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_unit_vector
 from ._rng import normal_s
 
@@ -182,6 +190,9 @@ class Solve(Task[SolveConfig]):
     presets = length_presets(SolveConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 6, "table1": 6}
+    paper_family = atomic_paper_family
 
     def spec(self, config: SolveConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)

@@ -27,7 +27,15 @@ import numpy as np
 from ssmbench.api import Task, TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import as_keys, atomic_spec, check_positive, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_positive,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from .solve import check_solve_length, fill_solve, haar_orthogonal, solve_oracle, solve_size
 
 
@@ -66,6 +74,9 @@ class SolveFixed(Task[SolveFixedConfig]):
     presets = length_presets(SolveFixedConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 4, "table1": 4}
+    paper_family = atomic_paper_family
 
     def spec(self, config: SolveFixedConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)

@@ -26,7 +26,15 @@ from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
 
-from ._atomic import as_keys, atomic_spec, check_length, empty_outputs, length_presets, positional_channels
+from ._atomic import (
+    as_keys,
+    atomic_paper_family,
+    atomic_spec,
+    check_length,
+    empty_outputs,
+    length_presets,
+    positional_channels,
+)
 from ._kernels import fill_noise_then_zeros, stable_order_by_distance
 
 
@@ -64,6 +72,9 @@ class Sort(Task[SortConfig]):
     presets = length_presets(SortConfig)
     default_preset = "4096"
     default_n = 16000
+    preset_family = "atomic"
+    groups = {"atomic": 8, "table1": 8}
+    paper_family = atomic_paper_family
 
     def spec(self, config: SortConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1)

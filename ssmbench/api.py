@@ -147,6 +147,39 @@ class Task(abc.ABC, Generic[C]):
     dedup_fields: ClassVar[tuple[str, ...]] = ()
     """The fields `dedup_hashes` reads from candidate shards; empty: every field of the Spec but `candidate_index`."""
 
+    # ---------------------------------------------------------------------------------- training policy hooks
+    # What `ssmbench eval` needs to know about a task; the harness reads these and never lists task names.
+
+    training_data: ClassVar[Literal["stream", "folder"]] = "stream"
+    """Where training batches come from: "stream" draws a fresh batch from `generate` every step (keys of the train
+    split, nothing on disk: the atomic tasks); "folder" reads a dataset folder built once by `ssmbench generate`
+    (de-duplicated or costly samples: ListOps, Pathfinder), found with `--data` or under the data root."""
+    preset_family: ClassVar[str | None] = None
+    """The section of the `quick` training preset that applies (atomic tasks share "atomic"); None: a section named
+    after the task. A task with no section trains with the `generic` quick preset, sized from its Spec."""
+    groups: ClassVar[Mapping[str, int]] = {}
+    """Groups `ssmbench eval --task GROUP` runs, with the task's position in each: {"atomic": 0, "table1": 0}.
+    Every task is also in the group "all"; tables list tasks by position, then name."""
+
+    def paper_family(self, config: C) -> str:
+        """The family of `--preset paper` rows for this config: rows are named `dlr_paper/<family>/<model>`.
+
+        Default: `preset_family`, else the task's name. Atomic tasks pick "atomic" (L = 4096, Table 5) or
+        "atomic512"; SHIFT picks "long_shift" (Table 2) at any other length.
+        """
+        return self.preset_family or self.name
+
+    def metric_breakdowns(self, config: C) -> Mapping[str, int]:
+        """Stored per-position fields that break classification accuracy down by value, with their number of
+        buckets ({"node_height": 10, "node_op": 4} for the DLR paper's Figure 2); read from dataset folders and
+        reported in metrics.json. None by default."""
+        return {}
+
+    def paper_data(self, config: C) -> C:
+        """The config of the data the paper trained on, for data built with `config`: a paper-preset run on a
+        folder whose config differs says so in one line. Default: `config` (no such warning)."""
+        return config
+
     def card_markdown(self) -> str:
         """The task's data-card source: optional front matter, then the Markdown sections (what it probes, a worked
         example, known discrepancies) that every dataset folder's README.md includes.
@@ -281,10 +314,17 @@ class MetricState(Protocol):
 
 
 class Evaluator(abc.ABC):
-    """Trains and evaluates a model on one task; concrete evaluators are final."""
+    """An evaluation protocol: what `ssmbench eval --evaluator NAME` runs on a resolved run config.
+
+    Built-ins (`ssmbench ls evaluators`): `train_eval` (train with the task's protocol, select on validation, score
+    test once; the default) and `score_only` (score a checkpoint, or the freshly initialised model, on one split).
+    Third-party protocols register in the entry-point group `ssmbench.evaluators`. Concrete evaluators are final.
+    """
 
     name: ClassVar[str]
-    Config: ClassVar[type]
 
     @abc.abstractmethod
-    def run(self, model: Any, data: Any, config: Any, run_dir: Path) -> Any: ...
+    def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
+            quiet: bool = False, logger: str | None = None, **options: Any) -> Any:
+        """Run the protocol for `config` (a `ssmbench.harness.run_config.RunConfig`) in the run folder `out` (or a
+        new one under `runs_root`); returns an `EvalResult` (run_dir, config, metrics)."""

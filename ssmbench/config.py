@@ -7,7 +7,6 @@ Overrides never mutate a config; each step builds a new frozen instance with `da
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import tomllib
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .plain import did_you_mean
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -51,29 +51,76 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def _parse_value(cls: type, name: str, raw: Any) -> Any:
-    hints = typing.get_type_hints(cls)
-    typ = hints.get(name, str)
+def parse_value(raw: Any, typ: Any = None, name: str = "value") -> Any:
+    """The one value parser: a command-line string as the type `typ` names (an annotation: int, float, bool, str,
+    `X | None`, list / tuple / dict as JSON); `typ=None` reads the string as the literal it spells (8, 1e-3, true,
+    [1, 2]) and keeps any other text. Non-strings pass through. A string that is not a `typ` is a ConfigError
+    naming the key, the value and the expected type.
+
+    >>> parse_value("8", int, "d_model"), parse_value("1e-3", float), parse_value("off", bool)
+    (8, 0.001, False)
+    >>> parse_value("none", int | None), parse_value("[3, 4]", tuple[int, ...]), parse_value("lin", None)
+    (None, [3, 4], 'lin')
+    >>> parse_value("abc", int, "model.d_model")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: model.d_model: cannot parse 'abc' as int
+    """
     if not isinstance(raw, str):
         return raw
     text = raw.strip()
+    args = [a for a in typing.get_args(typ) if a is not type(None)] if _is_optional(typ) else None
+    if args is not None:
+        if text.lower() in ("none", "null"):
+            return None
+        typ = args[0] if len(args) == 1 else None
+    origin = typing.get_origin(typ) or typ
     try:
-        if typ is bool:
+        if typ is None or typ is Any:
+            return _literal(text, raw)
+        if origin is bool:
             low = text.lower()
             if low in ("1", "true", "yes", "on"):
                 return True
             if low in ("0", "false", "no", "off"):
                 return False
             raise ValueError(text)
-        if typ is int:
-            return int(text, 0)
-        if typ is float:
+        if origin is int:
+            if text.lower().startswith(("0x", "0o", "0b")):
+                return int(text, 0)
+            number = float(text)
+            if number != int(number):
+                raise ValueError(text)
+            return int(number) if "." in text or "e" in text.lower() else int(text)
+        if origin is float:
             return float(text)
-        if typ is str:
+        if origin is str:
             return text
+        if origin is typing.Literal:
+            choices = typing.get_args(typ)
+            if text not in choices:
+                raise ConfigError(name, f"must be one of {', '.join(map(str, choices))}, got {raw!r}")
+            return text
+        value = json.loads(text)
+        if origin in (list, tuple) and not isinstance(value, list):
+            raise ValueError(text)
+        return value
+    except (ValueError, OverflowError):
+        kind = getattr(origin, "__name__", str(typ))
+        raise ConfigError(name, f"cannot parse {raw!r} as {kind}") from None
+
+
+def _is_optional(typ: Any) -> bool:
+    return type(None) in typing.get_args(typ)
+
+
+def _literal(text: str, raw: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
         return json.loads(text)
     except ValueError:
-        raise ConfigError(name, f"cannot parse {raw!r} as {getattr(typ, '__name__', typ)}") from None
+        return raw
 
 
 def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
@@ -82,10 +129,9 @@ def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
     changes = {}
     for key, raw in overrides.items():
         if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            hint = did_you_mean(key, names) or f"; known keys: {', '.join(names)}"
             raise ConfigError(key, f"unknown config key for {type(config).__name__}{hint}")
-        changes[key] = _parse_value(type(config), key, raw)
+        changes[key] = parse_value(raw, typing.get_type_hints(type(config)).get(key, str), key)
     try:
         return dataclasses.replace(config, **changes)
     except TypeError as exc:
@@ -127,8 +173,3 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError("--config", f"{path} must hold a mapping of config keys")
     return data
-
-
-def config_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
-    """Rebuild a config instance from its stored JSON form (e.g. a manifest's `config`)."""
-    return apply_overrides(cls(), dict(data))

@@ -91,3 +91,41 @@ class MisspeltHook(Residues):
 
     def statistcs(self, config: ResiduesConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {"count": np.array([len(block["targets"])])}
+
+
+@dataclass(frozen=True)
+class RunningMeanConfig(TaskConfig):
+    L: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.L, int) or isinstance(self.L, bool) or self.L < 2:
+            raise ConfigError("L", f"must be an integer >= 2, got {self.L!r}")
+
+
+class RunningMean(Task[RunningMeanConfig]):
+    """Output the running mean of a noise sequence (a minimal plug-in regression task)"""
+
+    name: ClassVar[str] = "running_mean"
+    version: ClassVar[str] = "1"
+    Config: ClassVar[type] = RunningMeanConfig
+    presets: ClassVar[Mapping[str, Any]] = {"16": RunningMeanConfig()}
+    default_preset: ClassVar[str] = "16"
+    default_n: ClassVar[int] = 40
+
+    def spec(self, config: RunningMeanConfig) -> Spec:
+        L = config.L
+        fields = {"inputs": Field("float32", (L, 1), "uniform noise in [-1, 1)", codec="none"),
+                  "targets": Field("float32", (L, 1), "running mean of the noise", codec="none")}
+        return Spec(fields=fields, input_kind="real", d_input=1, seq_len=L, target_kind="regress", d_output=1,
+                    l_output=L, ignore_index=None, causal=True, input_scale=None, metrics=("r2",))
+
+    def generate(self, config: RunningMeanConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
+        x = np.stack([np.random.default_rng(int(k)).uniform(-1, 1, (config.L, 1)) for k in keys.tolist()])
+        x = x.reshape(len(keys), config.L, 1).astype(np.float32)
+        return {"inputs": x, **self.oracle(config, {"inputs": x})} if len(keys) else \
+            {"inputs": x, "targets": np.zeros((0, config.L, 1), np.float32)}
+
+    def oracle(self, config: RunningMeanConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        x = np.asarray(sample["inputs"], dtype=np.float64)
+        steps = np.arange(1, config.L + 1).reshape(config.L, 1)
+        return {"targets": (np.cumsum(x, axis=-2) / steps).astype(np.float32)}

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ssmbench.config import config_from_dict
 from ssmbench.registry import get_task, tasks
+from ssmbench.task_config import from_plain
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 _spec = importlib.util.spec_from_file_location("golden_regenerate", GOLDEN / "regenerate.py")
@@ -51,7 +51,7 @@ def check_against_golden(task_name: str) -> None:
     if task.version != golden["version"]:
         pytest.fail(f"task {task_name!r} is now version {task.version}, its golden bytes are for version "
                     f"{golden['version']}: regenerate them with: {command}")
-    config = config_from_dict(task.Config, golden["config"])
+    config = from_plain(task, golden["config"])
     if json.loads(json.dumps(config.to_dict())) != golden["config"]:
         pytest.fail(f"task {task_name!r}: the recorded config now serialises as {config.to_dict()} (fields added "
                     f"or removed), which changes its sample keys and bytes; bump {type(task).__name__}.version "

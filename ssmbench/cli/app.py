@@ -36,7 +36,7 @@ OS_ERROR_HINTS = {
 """Operating-system errors that are the environment's, not a bug: one line and a hint, exit 1."""
 
 
-def _emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
+def emit(obj: dict[str, Any], as_json: bool, human: str) -> None:
     """Print a result: one strict-JSON object (NaN and infinities as null) with --json, else the human line."""
     click.echo(json.dumps(json_plain(obj), sort_keys=True, default=str, allow_nan=False) if as_json else human)
 

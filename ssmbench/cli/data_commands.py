@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..errors import SsmbenchError
-from .app import _emit, cli
+from .app import cli, emit
 
 
 @cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls presets\n"
@@ -97,10 +97,9 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.jobs import BuildInterrupted, disable_svml, interrupts
+    from ..data.jobs import BuildInterrupted, interrupts
     from ..data.space import DiskFullError, exit_now
 
-    disable_svml()  # before the task modules load Numba
     with interrupts():
         try:
             _generate(ctx, task, length, size, preset, n, split, seed, out, workers, config_file, overrides,
@@ -122,7 +121,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
               shard_index: int | None, num_shards: int | None, dry_run: bool, overwrite: bool, quiet: bool,
               as_json: bool) -> None:
     from ..data.jobs import check_interrupt
-    from ..data.task_config import extra_overrides, resolve_config
+    from ..task_config import extra_overrides, resolve_config
 
     if (shard_index is None) != (num_shards is None):
         raise click.UsageError("--shard-index and --num-shards go together")
@@ -152,7 +151,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
                      f"up to {plan.samples_per_shard}; about {est['disk_human']} on disk, about "
                      f"{est['time_human']} with {workers} worker(s) (estimated) -> {data_root(out) / plan.name}")
         if dry_run:
-            _emit({"dry_run": True, "name": plan.name, "sizes": plan.sizes, "num_shards": len(plan.shards),
+            emit({"dry_run": True, "name": plan.name, "sizes": plan.sizes, "num_shards": len(plan.shards),
                    "samples_per_shard": plan.samples_per_shard, "estimate": est,
                    "path": str(data_root(out) / plan.name)}, as_json, "\n".join(lines))
             return
@@ -169,7 +168,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
         obj.update(dataset_id=result.manifest["dataset_id"], content_digest=result.manifest["content_digest"],
                    sizes={k: v["num_samples"] for k, v in result.manifest["splits"].items()})
     state = "complete" if result.finalized else f"job {shard_index}/{num_shards} done (not finalized)"
-    _emit(obj, as_json, f"{result.path}: {state}; {result.shards_written} shard(s) written, "
+    emit(obj, as_json, f"{result.path}: {state}; {result.shards_written} shard(s) written, "
                         f"{result.shards_skipped} already done")
 
 

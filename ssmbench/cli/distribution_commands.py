@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .app import _emit, cli
+from .app import cli, emit
 
 
 @cli.command("download", epilog="Exit codes: 3 when a checksum disagrees (nothing wrong is kept), 1 when a host "
@@ -52,7 +52,7 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
     else:
         human = (f"{result.path}: complete; {result.fetched_files} file(s) fetched "
                  f"({human_bytes(result.fetched_bytes)}), {result.present_files} already present{absent}")
-    _emit(result.to_json(), as_json, human)
+    emit(result.to_json(), as_json, human)
 
 
 @cli.command("repack", epilog="Content hashes (and content_digest) stay the same; the new manifest records "
@@ -76,7 +76,7 @@ def repack_command(path: str, codec: str, out: str | None, in_place: bool, quiet
     if in_place and out:
         raise click.UsageError("--in-place and --out exclude each other")
     result = repack(path, codec=codec, out=out, in_place=in_place, progress=not quiet)
-    _emit(result.to_json(), as_json, f"{result.path}: {result.shards} shard(s) repacked to {result.codec}, "
+    emit(result.to_json(), as_json, f"{result.path}: {result.shards} shard(s) repacked to {result.codec}, "
                                       f"{result.bytes_before} -> {result.bytes_after} bytes; content hashes equal")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .app import _emit, cli
+from .app import cli, emit
 
 EVAL_EPILOG = """\b
 Model resolution: a registered name (`ssmbench ls models`), or `module:Object`. An nn.Module subclass is a
@@ -19,7 +19,9 @@ is a factory `build(spec, **hparams)` returning the whole model.
 \b
 Examples:
   ssmbench eval --model dlr --task shift                  # quick preset: minutes on a laptop CPU
-  ssmbench eval --model dlr                               # every atomic task, then a Table-1-style summary
+  ssmbench eval --model dlr                               # the atomic group, then a Table-1-style summary
+  ssmbench eval --model dlr --task shift,cumsum           # several tasks (or a group: atomic, table1,
+                                                          #   higher_order, all); re-run to continue
   ssmbench eval --model attention --task mips --length 512 -o train.steps=2000 -o model.d_model=64
   ssmbench eval --model dlr --task shift --preset paper --device cuda
   ssmbench eval --model dlr --task pathfinder --size 128      # trains on data/pathfinder-128 (ssmbench generate)
@@ -27,7 +29,10 @@ Examples:
   torchrun --nproc-per-node 2 --no-python ssmbench eval --model dlr --task cumsum
   ssmbench eval --model mypkg.mixers:MyMixer --task cumsum
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --split test
+  ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --length 1024   # length generalisation
+  ssmbench eval --evaluator score_only --model dlr --task cumsum   # the untrained model's scores
   ssmbench eval --resume runs/RUN [-o train.steps=4000]
+  ssmbench eval --model dlr --task cumsum --seeds 0,1,2 --log-samples   # three seeds; per-sample predictions
 
 \b
 Override keys (-o, repeatable): model.<key> (d_model, n_layers, d_state, ... and the mixer's own arguments),
@@ -37,93 +42,132 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
 
 
 @cli.command("eval", epilog=EVAL_EPILOG)
-@click.option("--model", "model", default="dlr", help="Registered name or module:Object (mixer or factory).")
-@click.option("--task", help="Task to train on [default: every atomic task in turn].")
+@click.option("--model", "model", default=None, help="Registered name or module:Object (mixer or factory) "
+              "[default: dlr; with --checkpoint: the checkpoint's].")
+@click.option("--task", help="A task, a group (atomic, table1, higher_order, all) or several, comma-separated "
+              "[default: the atomic group].")
 @click.option("--length", type=int, help="Sequence length L of an atomic task.")
 @click.option("--size", type=int, help="Image side of pathfinder.")
-@click.option("--data", type=click.Path(file_okay=False), help="Dataset folder of listops_subtrees, listops or "
-              "pathfinder [default: the matching folder under $SSMBENCH_DATA or ./data].")
+@click.option("--data", type=click.Path(file_okay=False), help="Dataset folder of a task that trains from one "
+              "(ListOps, Pathfinder) [default: the matching folder under $SSMBENCH_DATA or ./data].")
 @click.option("--preset", default="quick", help="Training preset: quick, paper, or a full row name "
               "(`ssmbench ls presets`).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="TOML or JSON file of -o keys (applied after the preset).")
 @click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key (repeatable).")
 @click.option("--seed", type=int, default=0, help="Training seed (the data seed is -o data.seed).")
+@click.option("--seeds", help="Several training seeds, e.g. 0,1,2: one run each (a suite); `compare` shows "
+              "mean ± std.")
 @click.option("--device", default=None, help="auto, cpu, cuda or cuda:i [default: auto].")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
               help="fp32 (the paper) or mixed precision; SSM mixers stay float32 [default: fp32].")
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the model.")
-@click.option("--out", type=click.Path(file_okay=False), help="Run folder [default: runs/<task>-<model>-<time>].")
+@click.option("--out", type=click.Path(file_okay=False), help="Run folder (a suite's folder for several tasks) "
+              "[default: runs/<task>-<model>-<time>].")
 @click.option("--runs-root", default="runs", type=click.Path(file_okay=False), help="Parent of default run folders.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="Continue an interrupted run.")
-@click.option("--checkpoint", type=click.Path(dir_okay=False), help="Only score this checkpoint.")
-@click.option("--split", default="test", type=click.Choice(["val", "test"]), help="Split scored by --checkpoint.")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), help="Only score this checkpoint (score_only).")
+@click.option("--evaluator", default=None, help="Protocol: train_eval (default) or score_only "
+              "(`ssmbench ls evaluators`).")
+@click.option("--split", default=None, type=click.Choice(["val", "test"]),
+              help="Split scored by score_only / --checkpoint [default: test].")
 @click.option("--logger", type=click.Choice(["tensorboard", "wandb"]), help="Also log to TensorBoard or W&B.")
+@click.option("--log-samples", is_flag=True, help="Also write the test split's per-sample predictions to "
+              "RUN/predictions/test.npz (-o eval.log_samples=true).")
+@click.option("--force", is_flag=True, help="Train even when the estimated peak memory exceeds the free memory.")
 @click.option("--allow-noncausal", is_flag=True, help="Run a mixer declaring causal = False on a causal task "
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_command(model: str, task: str | None, length: int | None, size: int | None, data: str | None, preset: str,
-                 config_file: str | None, overrides: tuple[str, ...], seed: int, device: str | None,
+def eval_command(model: str | None, task: str | None, length: int | None, size: int | None, data: str | None,
+                 preset: str, config_file: str | None, overrides: tuple[str, ...], seed: int, seeds: str | None,
+                 device: str | None,
                  precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
-                 resume_dir: str | None, checkpoint: str | None, split: str, logger: str | None,
-                 allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
+                 resume_dir: str | None, checkpoint: str | None, evaluator: str | None, split: str | None,
+                 logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
     """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
     from ..config import parse_overrides
     from ..harness import evaluation
 
     keys: dict[str, Any] = parse_overrides(overrides)
+    if log_samples:
+        keys["eval.log_samples"] = "true"
+    if checkpoint and resume_dir:
+        raise click.UsageError("--checkpoint scores a checkpoint and --resume continues a run: give one of them")
+    if checkpoint and evaluator not in (None, "score_only"):
+        raise click.UsageError(f"--checkpoint is scored by the score_only evaluator, not {evaluator}")
+    scoring = bool(checkpoint) or evaluator == "score_only"
+    if force and scoring:
+        raise click.UsageError("--force lets a training run past the memory check; scoring runs no such check")
+    if split and not scoring:
+        raise click.UsageError("--split chooses what --checkpoint / --evaluator score_only scores; training always "
+                               "selects on val and scores test")
     if resume_dir:
         hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_)) if v is not None}
-        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger)
+        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger, force=force)
         _report([result], as_json)
         return
     if checkpoint:
         from ..harness.scoring import score_checkpoint
 
-        result = score_checkpoint(checkpoint, split=split, task=task, length=length, size=size, out=out,
-                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet, data=data)
-        _report([result], as_json, splits=(split,))
+        result = score_checkpoint(checkpoint, split=split or "test", task=task, length=length, size=size, out=out,
+                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet, data=data,
+                                  model=model)
+        _report([result], as_json, splits=(split or "test",))
         return
+    from ..harness.suites import is_suite, run_suite
+
     common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
                   precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
-                  allow_noncausal=allow_noncausal)
-    if task or data:  # with --data alone, evaluate() takes the task from the folder
-        _report([evaluation.evaluate(model, task, preset, out=out, data=data, **common)], as_json)
+                  allow_noncausal=allow_noncausal, evaluator=evaluator or "train_eval", split=split,
+                  force=force)
+    model = model or "dlr"
+    seed_list = _seeds(seeds)
+    if not seed_list and ((task and not is_suite(task)) or (data and not task)):  # --data alone: the folder's task
+        result = evaluation.evaluate(model, task, preset, out=out, data=data, **common)
+        _report([result], as_json, splits=(split,) if split else ("val", "test"))
         return
-    if out:
-        raise click.UsageError("--out names one run folder; without --task every atomic task gets its own run "
-                               "under --runs-root")
-    results = []
-    for name in evaluation.ATOMIC:
-        results.append(evaluation.evaluate(model, name, preset, **common))
-        if not as_json:
-            _report(results[-1:], False)
+    settings = {k: common[k] for k in ("length", "size", "overrides", "seed", "evaluator", "split")}
+    if config_file:
+        settings["config_file"] = open(config_file, "rb").read().decode(errors="replace")
+    if data and not task:
+        from ..data.build import load_manifest
+
+        task = load_manifest(data)["task"]
+    root, results = run_suite(model, task or "atomic", evaluation.evaluate, evaluation.resume, preset=preset,
+                              out=out, settings=settings, seeds=seed_list, report=None if as_json else (lambda r: _report([r], False)),
+                              data=data, **common)
     from ..harness.compare import build_table, load_runs, render_text
 
     table = build_table(load_runs([r.run_dir for r in results]))
-    _emit({"runs": [str(r.run_dir) for r in results], "table": table}, as_json, "\n" + render_text(table))
+    emit({"suite": str(root), "runs": [str(r.run_dir) for r in results], "table": table}, as_json,
+          "\n" + render_text(table))
+
+
+def _seeds(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise click.UsageError(f"--seeds takes integers separated by commas, e.g. 0,1,2 (got {text!r})") from None
+    if len(set(seeds)) != len(seeds):
+        raise click.UsageError(f"--seeds names a seed twice: {text}")
+    return seeds
 
 
 def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports (every rank holds the same numbers)
         return
+    from ..harness.headlines import headline_keys
+
     for r in results:
         m = r.metrics
-        head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in _headline(m[s]) if isinstance(m[s].get(k), float))
+        head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in headline_keys(m[s]) if isinstance(m[s].get(k), float))
                 for s in splits if s in m]
-        _emit({"run_dir": str(r.run_dir), **{s: m[s] for s in splits if s in m},
+        emit({"run_dir": str(r.run_dir), **{s: m[s] for s in splits if s in m},
                "time_per_step_s": m.get("time_per_step_s")}, as_json,
               f"{r.run_dir}: " + "; ".join(head))
-
-
-def _headline(scores: dict[str, Any]) -> tuple[str, ...]:
-    """The keys a result line shows: segmentation (Pathfinder), token accuracy (ListOps) or regression."""
-    if "macro_f1_batchavg" in scores:
-        return "macro_f1", "macro_accuracy", "macro_f1_batchavg", "macro_accuracy_batchavg"
-    if "accuracy_batchavg" in scores:
-        return "accuracy", "accuracy_batchavg"
-    return "r2", "r2_batchavg", "mse"
 
 
 @cli.command("compare", epilog="Examples:\n\n\b\n  ssmbench compare runs/*\n"

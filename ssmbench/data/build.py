@@ -23,9 +23,9 @@ import numpy as np
 from .. import __version__
 from ..config import canonical_json, config_sha256
 from ..errors import DatasetError
-from ..registry import get_task
+from ..registry import disable_svml, get_task
 from ..seeding import SEED_SCHEME, keys_for
-from .jobs import BuildInterrupted, disable_svml, interrupts
+from .jobs import BuildInterrupted, interrupts
 from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
 from .progress import check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
@@ -43,7 +43,6 @@ from .shards import (
 )
 
 log = logging.getLogger(__name__)
-disable_svml()  # before any generator module loads Numba: same bytes whatever the import order (see jobs.py)
 
 
 def data_root(out: str | Path | None = None) -> Path:
@@ -60,7 +59,7 @@ def preset_of(task: Any, config: Any) -> tuple[str, bool]:
         if preset == config:
             return name, True
     if task.preset_option == "size" and hasattr(config, "size"):
-        from .task_config import nearest_size_preset
+        from ..task_config import nearest_size_preset
 
         return nearest_size_preset(task, config.size), False
     return task.default_preset, False
@@ -99,10 +98,10 @@ class BuildPlan:
 
 
 def _config_of(plan: BuildPlan) -> Any:
-    from ..config import config_from_dict
+    from ..task_config import from_plain
 
     task = get_task(plan.task)
-    return task, config_from_dict(task.Config, plan.config)
+    return task, from_plain(task, plan.config)
 
 
 BLOCK_BYTES = 32 << 20

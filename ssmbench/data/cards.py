@@ -155,9 +155,9 @@ def render_card(manifest: dict[str, Any], manifest_sha256: str | None = None) ->
     field_lines = "\n".join(
         f"| `{k}` | {f['dtype']} | ({', '.join(map(str, f['shape']))}) | {f['description']} |"
         for k, f in manifest["spec"]["fields"].items())
-    from ..config import config_from_dict
+    from ..task_config import from_plain
 
-    stats = task.statistics_markdown(config_from_dict(task.Config, manifest["config"]), manifest.get("statistics", {}))
+    stats = task.statistics_markdown(from_plain(task, manifest["config"]), manifest.get("statistics", {}))
     stats = stats or _generic_statistics(manifest) or "No per-split statistics are recorded for this task."
     preview = "![samples](preview.png)\n" if any(f["path"] == "preview.png" for f in manifest.get("files", [])) else ""
     shards = [sh["path"] for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"]]

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
 from ..plain import file_sha256
-from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json
+from .shards import SPLIT_ALIASES, SPLIT_ORDER, atomic_write_bytes, atomic_write_json
 from .transfer import (
     FileItem,
     Http,
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 RECORD = ".download.json"
 DESCRIPTIVE = ("README.md", "croissant.json")  # rendered from the manifest; no checksum covers them
-SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 
 
 @dataclass

@@ -21,7 +21,6 @@ from ..config import config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
-from .jobs import SVML_VARIABLE
 from .provenance import created_utc, environment
 from .shards import (
     FORMAT_VERSION,
@@ -32,6 +31,8 @@ from .shards import (
     shard_done,
     storage_fields,
 )
+
+SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 
 
 def content_digest(root: Path, plan: Any) -> str:
@@ -53,9 +54,9 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
              extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
-    from ..config import config_from_dict
+    from ..task_config import from_plain
 
-    config = config_from_dict(task.Config, plan.config)
+    config = from_plain(task, plan.config)
     spec = task.spec(config)
     fields = storage_fields(spec, plan.codec)
     splits: dict[str, Any] = {s: {"num_samples": plan.sizes[s], "shards": []} for s in SPLIT_ORDER}

@@ -28,6 +28,26 @@ from ..plain import file_sha256
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = ("train", "val", "test")
+SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "valid": "val", "test": "test"}
+"""Every split name a command or function accepts, and the stored split it means."""
+
+
+def canonical_split(split: str, option: str = "--split") -> str:
+    """The stored split a name means (`validation` -> `val`); an unknown name is a ConfigError with a did-you-mean.
+
+    >>> canonical_split("validation"), canonical_split("test")
+    ('val', 'test')
+    >>> canonical_split("tain")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --split: unknown split 'tain'; did you mean 'train'? (train, val or test)
+    """
+    if split in SPLIT_ALIASES:
+        return SPLIT_ALIASES[split]
+    from ..plain import did_you_mean
+
+    guess = did_you_mean(split, list(SPLIT_ALIASES), "{!r}".replace("{!r}", "'{}'"), cutoff=0.5)
+    raise ConfigError(option, f"unknown split {split!r}{guess} (train, val or test)")
 SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
 
 

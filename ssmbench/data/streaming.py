@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ConfigError, DatasetError
 from ..registry import get_task
 from ..seeding import keys_for
-from .task_config import config_from_values
+from ..task_config import resolve
 
 
 class TaskStream:
@@ -50,7 +50,7 @@ class TaskStream:
         if config is None:
             config = self.task.presets[self.task.default_preset]
         elif isinstance(config, Mapping):
-            config, _ = config_from_values(self.task, config)
+            config, _ = resolve(self.task, config)
         self.config = config
         self.seed = seed
         self.spec = self.task.spec(config)

@@ -140,11 +140,11 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
 def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int) -> None:
     import h5py
 
-    from ..config import config_from_dict
     from ..registry import get_task
+    from ..task_config import from_plain
 
     task = get_task(manifest["task"])
-    config = config_from_dict(task.Config, manifest["config"])
+    config = from_plain(task, manifest["config"])
     digest = hashlib.sha256()
     absent = set(report.absent)
     for split in SPLIT_ORDER:
@@ -178,14 +178,14 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
 def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
     import h5py
 
-    from ..config import config_from_dict
     from ..registry import get_task
     from ..seeding import keys_for
+    from ..task_config import from_plain
 
     task = get_task(manifest["task"])
     if task.deduplicate:
         return  # rows come from a de-duplicated candidate stream; content hashes cover them instead
-    config = config_from_dict(task.Config, manifest["config"])
+    config = from_plain(task, manifest["config"])
     rng = np.random.default_rng(seed)
     shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"] if sh["path"] not in report.absent]
     if not shards:

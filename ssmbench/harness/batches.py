@@ -44,13 +44,25 @@ def prefer_fork_safe_numba() -> None:
         numba.config.THREADING_LAYER = "workqueue"
 
 
-def _worker_start_method() -> str:
+def worker_options(workers: int) -> dict[str, Any]:
+    """DataLoader keyword arguments for `workers` background processes: the start method (fork, or a fork server
+    when GNU OpenMP already runs in this process), `threads.data_worker_init` (one thread, signals ignored), and a
+    generator of its own: a DataLoader otherwise draws its base seed from torch's global generator whenever it
+    starts iterating, which would shift the dropout masks of a resumed run against an uninterrupted one (the data
+    itself is keyed by step, not by that seed)."""
     import numba
 
+    from .threads import data_worker_init
+
+    generator = torch.Generator().manual_seed(0)
+    if workers <= 0:
+        return {"num_workers": 0, "generator": generator}
     try:
-        return "forkserver" if numba.threading_layer() == "omp" else "fork"
+        method = "forkserver" if numba.threading_layer() == "omp" else "fork"
     except ValueError:
-        return "fork"
+        method = "fork"
+    return {"num_workers": workers, "multiprocessing_context": method, "worker_init_fn": data_worker_init,
+            "generator": generator}
 
 
 MESSAGE_BYTES = 16 << 20
@@ -67,9 +79,9 @@ def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size
     16
     """
     from ..registry import get_task
-    from .run_config import task_config_object
+    from ..task_config import from_plain
 
-    spec = get_task(task).spec(task_config_object(task, task_config))
+    spec = get_task(task).spec(from_plain(task, task_config))
     step_bytes = 4 * batch_size * (spec.seq_len * spec.d_input + spec.l_output * spec.d_output)
     return max(1, min(MAX_STEPS_PER_MESSAGE, MESSAGE_BYTES // max(1, step_bytes)))
 
@@ -78,9 +90,24 @@ def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_mem
     """A DataLoader whose items are whole batches (`dataset[item]` for each item of `sampler`), read ahead by
     `workers` background processes (0: in this process), each keeping `prefetch` items ready."""
     return torch.utils.data.DataLoader(
-        dataset, batch_size=None, sampler=sampler, num_workers=workers,
-        prefetch_factor=prefetch if workers > 0 else None, pin_memory=pin_memory, persistent_workers=False,
-        multiprocessing_context=_worker_start_method() if workers > 0 else None)
+        dataset, batch_size=None, sampler=sampler, prefetch_factor=prefetch if workers > 0 else None,
+        pin_memory=pin_memory, persistent_workers=False, **worker_options(workers))
+
+
+def iterate_loader(loader: Any) -> Iterator[Any]:
+    """Iterate a DataLoader and shut its worker processes down as soon as the iteration ends, also on an error.
+
+    Workers ignore SIGTERM (`threads.data_worker_init`), so they must never be left to the interpreter's exit,
+    whose clean-up terminates them with SIGTERM and then waits for them: an iterator kept alive by an exception's
+    traceback would hang the exit. `_shutdown_workers` is what the iterator's own `__del__` calls.
+    """
+    it = iter(loader)
+    try:
+        yield from it
+    finally:
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 class _StepDataset:
@@ -119,7 +146,7 @@ class TrainFeed:
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        for (a, b), message in zip(self.ranges, self.loader, strict=True):
+        for (a, b), message in zip(self.ranges, iterate_loader(self.loader), strict=True):
             for j, step in enumerate(range(a, b)):
                 yield step, {key: value[j] for key, value in message.items()}
 

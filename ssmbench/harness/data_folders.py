@@ -1,6 +1,6 @@
 """Which dataset folder a folder-backed run trains on: `--data PATH`, or a matching folder under the data root.
 
-ListOps-Subtrees, ListOps and Pathfinder train on a finite dataset made once by `ssmbench generate` (their samples
+Tasks whose `Task.training_data` is "folder" (ListOps-Subtrees, ListOps, Pathfinder) train on a finite dataset made once by `ssmbench generate` (their samples
 are de-duplicated or costly to draw), not on a fresh stream. `attach_folder` settles the folder when a run config is
 resolved and records it in the config (`data.path`, `data.dataset_id`), with the folder's own task config:
 
@@ -31,21 +31,11 @@ from ..errors import ConfigError, DatasetError
 
 log = logging.getLogger(__name__)
 
-FOLDER_TASKS = ("listops_subtrees", "listops", "pathfinder")
-"""Tasks trained from a dataset folder rather than a fresh stream."""
-
-
-def is_folder_task(task: str) -> bool:
-    return task in FOLDER_TASKS
-
-
 def _full_config(task: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The task's full config dict (JSON primitives) for some of its values, as RunConfig stores it."""
-    from ..data.task_config import config_from_values
-    from ..plain import json_plain
-    from ..registry import get_task
+    """The task's full config (JSON primitives) for some of its values, resolved as `ssmbench generate` does."""
+    from ..task_config import resolve, to_plain
 
-    return json_plain(config_from_values(get_task(task), dict(values))[0].to_dict())
+    return to_plain(resolve(task, values)[0])
 
 
 def folder_size(path: str | Path) -> int | None:
@@ -64,7 +54,7 @@ def generate_command(task: str, config: Mapping[str, Any], n: int | None = None,
     full = _full_config(task, config)
     parts = ["ssmbench", "generate", task]
     if t.preset_option == "size":
-        from ..data.task_config import resolve_config
+        from ..task_config import resolve_config
 
         parts += ["--size", str(full["size"])]
         base = _full_config(task, resolve_config(task, size=int(full["size"]))[1].to_dict())
@@ -140,22 +130,20 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
 
 
 def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, Any]) -> None:
-    """One line when a paper-preset run trains on data other than the paper's: ListOps-Subtrees other than the `dlr`
-    preset, Pathfinder masks other than the reference's (Table 3's)."""
-    if cfg.task == "listops_subtrees" and cfg.preset.startswith("dlr_paper/"):
-        from ..registry import get_task
+    """One line when a paper-preset run trains on data other than the paper's (`Task.paper_data`: ListOps-Subtrees
+    other than the `dlr` preset, Pathfinder masks other than the reference's, Table 3's)."""
+    from ..registry import get_task
+    from ..task_config import from_plain, to_plain
 
-        paper = _full_config(cfg.task, get_task(cfg.task).presets["dlr"].to_dict())
-        if dict(folder_config) != paper:
-            differ = ", ".join(k for k in paper if folder_config.get(k) != paper[k])
-            log.warning("%s is not the paper's ListOps-Subtrees data (it differs in %s): its scores are not "
-                        "comparable with the paper's Table 3; for comparable data: `%s`", path, differ,
-                        generate_command(cfg.task, paper, root=path.parent))
-    rule = folder_config.get("label_rule")
-    if cfg.task == "pathfinder" and cfg.preset.startswith("dlr_paper/") and rule != "reference":
-        command = generate_command("pathfinder", {**folder_config, "label_rule": "reference"}, root=path.parent)
-        log.warning("%s has %s masks (config.label_rule): its scores are not comparable with the paper's Table 3; "
-                    "for comparable data: `%s`", path, rule, command)
+    if not cfg.preset.startswith("dlr_paper/"):
+        return
+    task = get_task(cfg.task)
+    paper = to_plain(task.paper_data(from_plain(task, folder_config)))
+    if dict(folder_config) != paper:
+        differ = ", ".join(k for k in paper if folder_config.get(k) != paper[k])
+        log.warning("%s is not the paper's %s data (it differs in %s): its scores are not comparable with the "
+                    "paper's tables; for comparable data: `%s`", path, cfg.task, differ,
+                    generate_command(cfg.task, paper, root=path.parent))
 
 
 def _version(task: str) -> str:

@@ -16,7 +16,7 @@ Evaluation reads the first min(n, split size) samples of val / test; rank r of W
 Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per epoch):
     >>> import tempfile
     >>> from ssmbench.data.build import generate_dataset
-    >>> from ssmbench.data.task_config import resolve_config
+    >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("pathfinder", size=32)[1]
     >>> folder = generate_dataset("pathfinder", config, out=tmp.name, n=24, split={"train": 16, "val": 4,
@@ -38,7 +38,8 @@ Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,19 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, DatasetError
-from .data_folders import is_folder_task
-
-FIGURE2_FIELDS = ("node_height", "node_op")
 
 
-def breakdowns_for(task: str, task_config: Mapping[str, Any]) -> dict[str, int]:
-    """{extra field: bucket count} of the Figure-2 breakdowns (ListOps-Subtrees: heights < max_depth, 4 ops)."""
-    if task != "listops_subtrees":
-        return {}
-    return {"node_height": int(task_config["max_depth"]), "node_op": 4}
+def breakdowns_for(cfg: Any) -> tuple[str, ...]:
+    """The stored fields a run's accuracy is broken down by (`Task.metric_breakdowns`: Figure 2 of ListOps)."""
+    from ..registry import get_task
+
+    return tuple(get_task(cfg.task).metric_breakdowns(cfg.task_object()))
+
+
+def _from_folder(cfg: Any) -> bool:
+    from ..registry import get_task
+
+    return get_task(cfg.task).training_data == "folder"
 
 
 def _open(path: str | Path, split: str, task: str | None, dataset_id: str | None, fields: tuple[str, ...] = ()):
@@ -118,7 +122,23 @@ class FolderFeed:
         self.loader = step_loader(steps, range(start_step, stop_step), workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        return zip(range(self.start, self.stop), self.loader, strict=True)
+        from .batches import iterate_loader
+
+        with worker_errors_in_one_line():
+            yield from zip(range(self.start, self.stop), iterate_loader(self.loader), strict=True)
+
+
+@contextmanager
+def worker_errors_in_one_line() -> Iterator[None]:
+    """A DatasetError raised in a DataLoader worker (a damaged shard) comes back wrapped in the worker's traceback
+    text; re-raise it as the one line it was."""
+    try:
+        yield
+    except DatasetError as exc:
+        lines = [line for line in str(exc).splitlines() if line.startswith("ssmbench.errors.DatasetError: ")]
+        if not lines:
+            raise
+        raise DatasetError(lines[-1].split(": ", 1)[1]) from None
 
 
 class _Prefix:
@@ -154,13 +174,13 @@ class FolderEvalSet:
 
     def batches(self, batch_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]]:
         """(inputs, targets, sample_index, {extra field: (B, T)}) in sample order."""
-        from .batches import _worker_start_method
+        from .batches import iterate_loader, worker_options
 
-        loader = torch.utils.data.DataLoader(
-            self.ds, batch_size=batch_size, sampler=self.sampler, collate_fn=self.ds.collate,
-            num_workers=self.workers, multiprocessing_context=_worker_start_method() if self.workers else None)
-        for b in loader:
-            yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
+        loader = torch.utils.data.DataLoader(self.ds, batch_size=batch_size, sampler=self.sampler,
+                                             collate_fn=self.ds.collate, **worker_options(self.workers))
+        with worker_errors_in_one_line():
+            for b in iterate_loader(loader):
+                yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
 
     def head(self, k: int) -> dict[str, torch.Tensor]:
         """The first k samples of the split (all ranks alike): for probes and figures."""
@@ -170,7 +190,7 @@ class FolderEvalSet:
 def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> Any:
     """The training batches of steps [start_step, train.steps) for this rank: a folder or the task's stream."""
     d, t = cfg.data, cfg.train
-    if is_folder_task(cfg.task):
+    if _from_folder(cfg):
         steps = FolderSteps(_path(cfg), d.seed, t.batch_size, env.rank, env.world_size, cfg.task, d.dataset_id)
         return FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
     from .batches import TrainFeed
@@ -183,8 +203,8 @@ def eval_set_for(cfg: Any, split: str, rank: int = 0, world_size: int = 1, n: in
     """This rank's part of the val / test set of a run (n: default eval.val_samples / eval.test_samples)."""
     if n is None:
         n = cfg.eval.val_samples if split == "val" else cfg.eval.test_samples
-    if is_folder_task(cfg.task):
-        fields = tuple(breakdowns_for(cfg.task, cfg.task_config))
+    if _from_folder(cfg):
+        fields = breakdowns_for(cfg)
         return FolderEvalSet.build(_path(cfg), split, n, rank, world_size, cfg.task, cfg.data.dataset_id, fields,
                                    min(cfg.data.workers, 2))
     from .batches import EvalSet
@@ -194,7 +214,7 @@ def eval_set_for(cfg: Any, split: str, rank: int = 0, world_size: int = 1, n: in
 
 def probe_inputs(cfg: Any, split: str, k: int) -> torch.Tensor:
     """(k, T, ...) model inputs of the first k samples of a split (causality checks, the output probe)."""
-    if is_folder_task(cfg.task):
+    if _from_folder(cfg):
         ds = _open(_path(cfg), split, cfg.task, cfg.data.dataset_id)
         return ds.collate(ds.__getitems__(list(range(min(k, len(ds))))))["inputs"]
     from .batches import EvalSet

@@ -48,12 +48,20 @@ def _scalars(record: dict[str, Any]) -> list[tuple[str, float]]:
             if k not in ("step", "split", "best") and isinstance(v, int | float)]
 
 
-def make_logger(kind: str | None, run_dir: Path, config: Any) -> Any:
-    """None, or a logger with log(record) and close(); a missing package is a ConfigError naming the install."""
+def check_logger(kind: str | None) -> None:
+    """Refuse an unknown logger or one whose package is missing (a ConfigError naming the install), before a run
+    folder exists."""
     if kind is None:
-        return None
+        return
     if kind not in KINDS:
         raise ConfigError("--logger", f"must be one of {', '.join(KINDS)}, got {kind!r}")
     if importlib.util.find_spec(kind) is None:
         raise ConfigError("--logger", f"{kind} is not installed", f"pip install {kind}")
+
+
+def make_logger(kind: str | None, run_dir: Path, config: Any) -> Any:
+    """None, or a logger with log(record) and close(); see `check_logger`."""
+    check_logger(kind)
+    if kind is None:
+        return None
     return _TensorBoard(run_dir) if kind == "tensorboard" else _Wandb(run_dir, config)

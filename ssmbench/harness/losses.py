@@ -29,7 +29,10 @@ import torch.nn.functional as F
 
 
 def _flat(logits: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(..., C) logits and (...) int targets -> (N, C) float32 and (N,) int64."""
+    """(..., C) logits and (...) int targets -> (N, C) float32 and (N,) int64. Per-sample labels (B,) of a
+    one-position output (B, 1, C) count as (B, 1)."""
+    if target.ndim == 1 and logits.ndim == 3 and logits.shape[:2] == (target.shape[0], 1):
+        target = target.reshape(-1, 1)
     if logits.shape[:-1] != target.shape:
         raise ValueError(f"logits {tuple(logits.shape)} do not match targets {tuple(target.shape)} "
                          "(expected logits (B, P, C) and targets (B, P))")

@@ -57,7 +57,7 @@ def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", vari
 
     `breakdowns` ({extra field: bucket count}) adds per-bucket counts to the classification metrics (Figure 2).
     """
-    from . import losses, metrics
+    from . import headlines, losses, metrics
 
     if variant not in ("exact", "batchavg"):
         raise ConfigError("eval.monitor_variant", f"must be exact or batchavg, got {variant!r}")
@@ -67,15 +67,14 @@ def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", vari
         if monitor not in ("auto", key):
             key, mode = monitor, ("min" if monitor == "mse" else "max")
         return Objective(mse_loss, lambda n: metrics.RegressionMetrics(spec.d_output, metric_batch_size, n),
-                         key, mode, ("r2", "r2_batchavg", "mse"))
+                         key, mode, headlines.REGRESSION)
     if spec.target_kind == "classify":
         segmentation = "macro_f1" in spec.metrics
         kind = "segmentation" if segmentation else "token"
         ignore = spec.ignore_index if spec.ignore_index is not None else -100
         loss = losses.class_weighted_cross_entropy if segmentation else losses.masked_cross_entropy
         key = ("macro_f1" if segmentation else "accuracy") + suffix
-        headline = ("macro_f1", "macro_accuracy", "macro_f1_batchavg", "macro_accuracy_batchavg") if segmentation \
-            else ("accuracy", "accuracy_batchavg")
+        headline = headlines.SEGMENTATION if segmentation else headlines.TOKENS
         return Objective(lambda logits, y: loss(logits, y, ignore),
                          lambda n: metrics.ClassificationMetrics(spec.d_output, metric_batch_size, n, kind, ignore,
                                                                  breakdowns),

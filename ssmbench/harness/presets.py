@@ -1,19 +1,24 @@
 """Training presets as data: `quick` (ssmbench's CPU-sized default) and `paper` (the DLR paper's Tables 2, 5, 6).
 
 The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys. `resolve_preset` turns a
-preset name, a task and a model into the keys to apply, with the row's source:
+preset name, a task (with the config the user's own task values resolve to) and a model into the keys to apply,
+with the row's source. The task decides which part applies (`Task.preset_family`, `Task.paper_family`); this
+module lists no task names:
 
-* `quick`: the family's keys, then the model's, then the task's;
-* `paper`: the row `dlr_paper/<family>/<model>`, where the family is `atomic` (L other than 512), `atomic512`,
-  `long_shift` (`shift` at L >= 2^14), `listops` or `pathfinder<S>`; a full row name is accepted too.
+* `quick`: the section named by the task's `preset_family` (or its name) -- its keys, then the model's, then the
+  task's, then the (model, task) pair's; a task without a section (a plug-in) gets the `generic` section;
+* `paper`: the row `dlr_paper/<family>/<model>` with the family from `Task.paper_family(config)` (atomic tasks:
+  `atomic` at L = 4096, `atomic512`; SHIFT at other lengths: `long_shift`, Table 2); a full row name is accepted.
 
 Example:
-    >>> p = resolve_preset("paper", "cumsum", "dlr", length=None)
+    >>> from ssmbench.registry import get_task
+    >>> shift = get_task("shift")
+    >>> p = resolve_preset("paper", shift, "dlr", shift.presets["4096"])
     >>> p.name, p.keys["train.lr"], p.keys["task.L"], p.source
     ('dlr_paper/atomic/dlr', 0.0001, 4096, 'DLR paper Table 5')
-    >>> resolve_preset("paper", "mips", "attention").keys["train.batch_size"]
-    4
-    >>> resolve_preset("quick", "reverse", "dlr").keys["model.n_layers"]
+    >>> resolve_preset("paper", shift, "dlr", shift.Config(L=2 ** 16), length=2 ** 16).name
+    'dlr_paper/long_shift/dlr'
+    >>> resolve_preset("quick", get_task("reverse"), "dlr").keys["model.n_layers"]
     2
 """
 
@@ -27,9 +32,6 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
-
-ATOMIC = ("shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
-          "context_shift", "mips")
 
 
 @dataclass(frozen=True)
@@ -50,22 +52,6 @@ def _load(name: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def family_of(task: str, length: int | None = None, size: int | None = None, default_length: int = 4096) -> str:
-    """The paper-preset family of a task at a length (atomic tasks) or image size (pathfinder)."""
-    if task in ATOMIC:
-        L = length if length is not None else default_length
-        if task == "shift" and L >= 2 ** 14:
-            return "long_shift"
-        return "atomic512" if L == 512 else "atomic"
-    if task == "listops_subtrees":
-        return "listops"
-    if task == "listops":  # LRA ListOps: the paper did not run it, so no paper row matches
-        return "lra_listops"
-    if task == "pathfinder":
-        return f"pathfinder{size or 128}"
-    return task
-
-
 def _row_keys(table: dict[str, Any], bases: dict[str, Any]) -> dict[str, Any]:
     keys: dict[str, Any] = {}
     for base in table.get("bases", []):
@@ -79,22 +65,28 @@ def paper_rows() -> dict[str, dict[str, Any]]:
     return _load("paper")["rows"]
 
 
-def resolve_preset(preset: str, task: str, model: str, length: int | None = None,
+def resolve_preset(preset: str, task: Any, model: str, config: Any = None, length: int | None = None,
                    size: int | None = None) -> Preset:
-    """The keys of a training preset for (task, model); ConfigError (exit 2) when no row exists."""
+    """The keys of a training preset for (task, model); ConfigError (exit 2) when no row exists.
+
+    `task` is a Task instance; `config` the task config the user's own values resolve to (its selector picks the
+    paper family; default: the task's default preset). `length` / `size` asked explicitly replace the row's
+    `task.L` / `task.size`.
+    """
     if preset == "quick":
         return _quick(task, model)
     data = _load("paper")
     rows = data["rows"]
     if preset == "paper":
-        family = family_of(task, length, size)
+        config = config if config is not None else task.presets[task.default_preset]
+        family = task.paper_family(config)
         name = f"dlr_paper/{family}/{model}"
         if name not in rows:
             have = sorted(r for r in rows if r.startswith(f"dlr_paper/{family}/"))
             if not have:  # e.g. Pathfinder at a size the paper did not run: name the families it did run
                 stem = family.rstrip("0123456789")
                 have = sorted({r.rsplit("/", 1)[0] for r in rows if r.split("/")[1].rstrip("0123456789") == stem})
-            raise ConfigError("--preset", f"no paper preset for model {model!r} on {task} ({family}); "
+            raise ConfigError("--preset", f"no paper preset for model {model!r} on {task.name} ({family}); "
                               f"available: {', '.join(have) or 'none for this task'}",
                               "run `ssmbench ls presets`, or use --preset quick")
     elif preset in rows:
@@ -105,29 +97,26 @@ def resolve_preset(preset: str, task: str, model: str, length: int | None = None
         raise ConfigError("--preset", f"unknown preset {preset!r}{hint}", "run `ssmbench ls presets`")
     row = rows[name]
     keys = _row_keys(row, data["bases"])
-    exception = row.get("tasks", {}).get(task)
+    exception = row.get("tasks", {}).get(task.name)
     if exception:
         keys.update(_row_keys(exception, data["bases"]))
-    if length is not None and "task.L" in keys:
+    if length is not None and ("task.L" in keys or name.split("/")[1] == "long_shift"):
         keys["task.L"] = length
     if size is not None and "task.size" in keys:
         keys["task.size"] = size
-    if task == "shift" and name.split("/")[1] == "long_shift":
-        keys.setdefault("task.L", length)
     return Preset(name, row["source"], keys, row.get("notes", ""), name.split("/")[1])
 
 
-def _quick(task: str, model: str) -> Preset:
+def _quick(task: Any, model: str) -> Preset:
     data = _load("quick")
-    family = "atomic" if task in ATOMIC else task
+    family = task.preset_family or task.name
     if family not in data:
-        raise ConfigError("--preset", f"the quick preset does not cover task {task!r} yet",
-                          "pass the settings with -o key=value or --config FILE")
+        family = "generic"
     section = data[family]
     keys = dict(section["keys"])
     keys.update(section.get("models", {}).get(model, {}))
-    keys.update(section.get("tasks", {}).get(task, {}))
-    keys.update(section.get("pairs", {}).get(f"{model}/{task}", {}))
+    keys.update(section.get("tasks", {}).get(task.name, {}))
+    keys.update(section.get("pairs", {}).get(f"{model}/{task.name}", {}))
     return Preset("quick", data["preset"]["source"], keys, section.get("notes", ""), family,
                   dataset=dict(section.get("dataset", {})))
 

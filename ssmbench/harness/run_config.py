@@ -24,16 +24,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..config import _parse_value, config_sha256
+from ..config import config_sha256, parse_value
 from ..errors import ConfigError
-from ..plain import json_plain
+from ..plain import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,8 @@ class EvalConfig:
     """Selection metric on val: `auto` (min MSE for regression, max accuracy / macro-F1 for classification)."""
     monitor_variant: str = "exact"
     """`exact` or `batchavg` (the paper's per-batch average) for the selection metric."""
+    log_samples: bool = False
+    """Write the test split's per-sample predictions to RUN/predictions/test.npz (`--log-samples`)."""
 
 
 @dataclass(frozen=True)
@@ -105,27 +106,12 @@ class HardwareConfig:
     """`fp32` (the paper), `bf16` or `fp16` mixed precision; SSM mixers always run in float32."""
     compile: bool = False
     """Wrap the model in torch.compile."""
+    threads: int | None = None
+    """torch intra-op threads of the training process (None: the CPUs this process may use, minus the data
+    workers; `OMP_NUM_THREADS` also decides when set)."""
 
 
 SECTIONS = {"train": TrainConfig, "eval": EvalConfig, "data": DataConfig, "hardware": HardwareConfig}
-
-
-def _literal(value: Any) -> Any:
-    """A command-line string as the value it spells (8, 1e-3, true, [1,2]), so `-o model.d_model=8` and
-    `overrides={"model.d_model": 8}` give the same config (and digest); other strings stay strings.
-
-    >>> [_literal(v) for v in ("8", "1e-3", "false", "[1, 2]", "lin", 4)]
-    [8, 0.001, False, [1, 2], 'lin', 4]
-    """
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    try:
-        return json.loads(text)
-    except ValueError:
-        return value
 
 
 @dataclass(frozen=True)
@@ -156,12 +142,11 @@ class RunConfig:
                 if value is None:  # a Python caller removes a preset's model key (e.g. for its own plug-in)
                     model.pop(rest, None)
                 else:
-                    model[rest] = _literal(value)
+                    model[rest] = parse_value(value)
             elif head in SECTIONS:
                 sections[head][rest] = value
             else:
-                close = difflib.get_close_matches(head, [*SECTIONS, "model", "task"], n=1)
-                hint = f"; did you mean '{close[0]}.{rest}'?" if close else \
+                hint = did_you_mean(head, [*SECTIONS, "model", "task"], "'{}." + rest + "'") or \
                     "; keys start with model., train., eval., data., hardware. or task."
                 raise ConfigError(key, f"unknown section {head!r}{hint}")
         changes: dict[str, Any] = {"model_overrides": model}
@@ -169,8 +154,96 @@ class RunConfig:
             if values:
                 changes[name] = _replace_section(getattr(self, name), name, values)
         if task_keys:
-            changes["task_config"] = _task_config(self.task, {**self.task_config, **task_keys})
+            changes["task_config"] = _task_config(self.task, self.task_config, task_keys)
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def resolve(cls, model: str, task: str, preset: str = "quick", *, length: int | None = None,
+                size: int | None = None, config_file: str | Path | None = None,
+                overrides: Mapping[str, Any] | None = None, seed: int = 0, allow_noncausal: bool = False,
+                data: str | Path | None = None) -> RunConfig:
+        """The validated config of a run: the task's config (selector, then the user's task keys) -> training
+        preset -> `--config FILE` -> `-o` overrides; `${T}` in a preset becomes the task's input length.
+
+        Folder tasks (`Task.training_data == "folder"`) also settle their dataset folder (`data`, else `data.path`,
+        else a matching folder under the data root) and take the folder's task config (`data_folders`).
+        """
+        from ..config import load_config_file
+        from ..registry import get_task
+        from ..task_config import resolve as resolve_task
+        from ..task_config import to_plain
+        from .data_folders import attach_folder, folder_size
+        from .presets import resolve_preset
+
+        t = get_task(task)  # unknown task: did-you-mean, before anything else
+        user: dict[str, Any] = dict(load_config_file(config_file)) if config_file else {}
+        user.update(overrides or {})
+        data = data if data is not None else user.get("data.path")
+        folder_task = t.training_data == "folder"
+        if data is not None and not folder_task:
+            raise ConfigError("--data", f"{task} draws fresh samples every step and takes no dataset folder",
+                              "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")
+        explicit = _task_keys(user)
+        if data is not None and size is None and "size" not in explicit and t.preset_option == "size":
+            size = folder_size(data)  # the folder's size picks the paper preset's family
+        selector = {k: v for k, v in (("length", length), ("size", size)) if v is not None}
+        asked, _ = resolve_task(t, explicit, **selector)
+        p = resolve_preset(preset, t, model, asked, length=length, size=size)
+        keys = _for_model(model, p.keys)
+        keys.update(user)
+        task_keys = _task_keys(keys)
+        task_keys.update({{"length": "L", "size": "size"}[k]: v for k, v in selector.items()})
+        kwargs = {"preset": p.dataset.get("preset")} if t.preset_option == "preset" else {}
+        task_config, _ = resolve_task(t, task_keys, **kwargs)
+        cfg = cls(task=t.name, task_config=to_plain(task_config), model=model, seed=seed, preset=p.name,
+                  allow_noncausal=allow_noncausal)
+        T = t.spec(task_config).seq_len
+        cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in keys.items() if not _is_task_key(k)})
+        if folder_task:
+            pinned = {**explicit, **{k: v for k, v in (("L", length), ("size", size)) if v is not None}}
+            cfg = attach_folder(cfg, data, pinned, p.dataset.get("n"))
+        return cfg.validate()
+
+    def validate(self) -> RunConfig:
+        """Refuse values no run can use (a ConfigError naming the key); returns self. Every entry point calls it:
+        `evaluate`, `resume` and checkpoint scoring."""
+        from .objectives import lr_factor
+
+        t, e = self.train, self.eval
+        for name, value, low in (("train.steps", t.steps, 1), ("train.batch_size", t.batch_size, 1),
+                                 ("train.eval_every", t.eval_every, 1), ("train.log_every", t.log_every, 1),
+                                 ("eval.batch_size", e.batch_size, 1),
+                                 ("eval.metric_batch_size", e.metric_batch_size, 1),
+                                 ("eval.val_samples", e.val_samples, 1), ("eval.test_samples", e.test_samples, 0),
+                                 ("data.workers", self.data.workers, 0), ("data.prefetch", self.data.prefetch, 1),
+                                 ("hardware.threads", self.hardware.threads or 1, 1)):
+            if value < low:
+                raise ConfigError(name, f"must be >= {low}, got {value}")
+        if t.lr <= 0:
+            raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
+        if t.grad_clip is not None and t.grad_clip <= 0:
+            raise ConfigError("train.grad_clip", f"must be > 0 (or none), got {t.grad_clip}")
+        total = t.schedule_steps or t.steps  # the cosine's length; checked here, before a run folder exists
+        if t.schedule == "cosine" and total <= t.warmup_steps:
+            raise ConfigError("train.schedule_steps" if t.schedule_steps else "train.steps",
+                              f"must exceed train.warmup_steps ({t.warmup_steps}) for the cosine schedule, got "
+                              f"{total}", f"pass -o train.warmup_steps=N with N < {total}, or more steps")
+        lr_factor(t.schedule, t.warmup_steps, total)  # an unknown schedule name
+        if self.hardware.precision not in ("fp32", "bf16", "fp16"):
+            raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
+        return self
+
+    def task_object(self) -> Any:
+        """The task's frozen config instance."""
+        from ..task_config import from_plain
+
+        return from_plain(self.task, self.task_config)
+
+    def spec(self) -> Any:
+        """The task's Spec at this config (what the model is built for)."""
+        from ..registry import get_task
+
+        return get_task(self.task).spec(self.task_object())
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -198,38 +271,45 @@ def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:
     parsed = {}
     for key, raw in values.items():
         if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f"; did you mean '{name}.{close[0]}'?" if close else f"; known: {', '.join(names)}"
+            hint = did_you_mean(key, names, f"'{name}." + "{}'") or f"; known: {', '.join(names)}"
             raise ConfigError(f"{name}.{key}", f"unknown key{hint}")
         hint = typing.get_type_hints(type(section))[key]
-        if isinstance(raw, str) and type(None) in typing.get_args(hint) and raw.strip().lower() in ("none", "null"):
-            parsed[key] = None
-        elif isinstance(raw, str) and hint == (str | None):
+        if isinstance(raw, str) and hint == (str | None) and raw.strip().lower() not in ("none", "null"):
             parsed[key] = raw.strip()  # a path or an id: never parsed as JSON
         else:
-            parsed[key] = _parse_value(type(section), key, raw)
+            parsed[key] = parse_value(raw, hint, f"{name}.{key}")
     return dataclasses.replace(section, **parsed)
 
 
-def _task_config(task_name: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate task keys through the task's own config class; returns its full dict (JSON primitives)."""
-    from ..config import apply_overrides
-    from ..registry import get_task
+def _task_config(task_name: str, current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The task config after `changes`, resolved as `ssmbench generate` resolves it (`task_config.rebase`: a new
+    `L` / `size` starts from the preset it selects), as JSON primitives."""
+    from ..task_config import rebase, to_plain
 
-    task = get_task(task_name)
-    base = task.presets[task.default_preset]
     try:
-        config = apply_overrides(base, dict(values))
+        return to_plain(rebase(task_name, current, changes))
     except ConfigError as exc:
-        raise ConfigError(f"task.{exc.field}" if not exc.field.startswith("task.") else exc.field,
-                          exc.message.split(": ", 1)[-1]) from None
-    return json_plain(config.to_dict())
+        field = exc.field if exc.field.startswith("task.") or exc.field.startswith("--") else f"task.{exc.field}"
+        raise ConfigError(field, exc.message.split(": ", 1)[-1], exc.hint) from None
 
 
-def task_config_object(task_name: str, values: Mapping[str, Any]) -> Any:
-    """The task's frozen config instance for a stored `task_config` dict."""
-    from ..config import config_from_dict
-    from ..registry import get_task
+def _is_task_key(key: str) -> bool:
+    return key.startswith("task.") or "." not in key
 
-    task = get_task(task_name)
-    return config_from_dict(type(task.presets[task.default_preset]), dict(values))
+
+def _task_keys(keys: Mapping[str, Any]) -> dict[str, Any]:
+    return {k.removeprefix("task."): v for k, v in keys.items() if _is_task_key(k)}
+
+
+def _for_model(model: str, keys: Mapping[str, Any]) -> dict[str, Any]:
+    """A preset's keys minus the `model.*` keys a user's factory does not take (it builds its own backbone)."""
+    import inspect
+
+    from .models import is_mixer
+    from .models import resolve as resolve_model
+
+    obj, _ = resolve_model(model)
+    if is_mixer(obj):
+        return dict(keys)
+    accepted = set(list(inspect.signature(obj).parameters)[1:])
+    return {k: v for k, v in keys.items() if not k.startswith("model.") or k.removeprefix("model.") in accepted}

@@ -108,15 +108,17 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """A checkpoint written by `save_checkpoint`, loaded with weights_only=True; ConfigError if unreadable."""
+def load_checkpoint(path: str | Path, option: str = "--checkpoint") -> dict[str, Any]:
+    """A checkpoint written by `save_checkpoint`, loaded with weights_only=True; ConfigError naming `option` (the
+    command-line option that led to it) if it is missing or unreadable (truncated, not a checkpoint)."""
     import torch
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise ConfigError("--checkpoint", f"{path} does not exist") from None
+        raise ConfigError(option, f"{path} does not exist") from None
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means "not an ssmbench checkpoint"
-        raise ConfigError("--checkpoint", f"{path} is not a readable ssmbench checkpoint ({type(exc).__name__})") \
-            from None
-
+        hint = ("the run cannot continue from it: start the run again (or restore the file from a backup)"
+                if option == "--resume" else "pass a checkpoint that `ssmbench eval` wrote")
+        raise ConfigError(option, f"{path} is not a readable ssmbench checkpoint (truncated or damaged: "
+                                  f"{type(exc).__name__})", hint) from None

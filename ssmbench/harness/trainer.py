@@ -1,15 +1,18 @@
-"""The training loop: one readable function over a resolved `RunConfig` and a run folder.
+"""The training loop: one readable loop over named steps, for a resolved `RunConfig` and a run folder.
 
-    build model -> AdamW with parameter groups -> for each step: a batch (from background workers: a fresh one of
-    the task's stream, or the next of a dataset folder's epoch, see `folder_feed`), forward, the task's loss
-    (objectives.py), backward, step, schedule -> every `eval_every` steps: validation metrics, best.pt on a better
-    monitor, last.pt -> at the end: best weights, val and test metrics, the task's figures, metrics.json, learning
-    curves.
+    setup (model built once, objective)  ->  start (optimiser, schedule, restore from last.pt, DDP / compile)
+    -> for each step: train_step (forward, the task's loss, backward, update) -> log_train every `log_every`
+       -> validate every `eval_every` (best.pt on a better monitor) -> checkpoint (last.pt)
+    -> finish: best weights, val and test scores, the task's figures (metrics.json is written by the caller).
 
-Under torchrun each rank trains on its slice of the global batch (DDP averages the gradients, so the update equals
-the single-process one), evaluates its contiguous slice of val / test, and the metric states are summed across
-ranks before any formula. Rank 0 writes the run folder. SIGINT / SIGTERM end the current step, save `last.pt`
-and raise `TrainingInterrupted`; a non-finite loss stops the run with the last good checkpoint kept.
+Batches come from background workers (`folder_feed.feed_for`): a fresh batch of the task's stream, or the next of a
+dataset folder's epoch. Under torchrun each rank trains on its slice of the global batch (DDP averages the
+gradients, so the update equals the single-process one), evaluates its contiguous slice of val / test, and the
+metric states are summed across ranks before any formula. Rank 0 writes the run folder.
+
+SIGINT / SIGTERM (also sent to the whole process group, as cluster schedulers do; the data workers ignore them)
+end the current step or evaluation, save `last.pt` and raise `TrainingInterrupted` (exit 130); a non-finite loss
+stops the run with the last good checkpoint kept.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ import torch
 
 from ..errors import SsmbenchError
 from . import distributed as D
-from .folder_feed import breakdowns_for, eval_set_for, feed_for
+from .folder_feed import eval_set_for, feed_for
 from .objectives import Objective, lr_factor, objective_for
 from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32
-from .run_config import RunConfig, task_config_object
+from .run_config import RunConfig
 from .run_folder import RunFolder, load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
@@ -59,7 +62,7 @@ class TrainState:
 
 @dataclass
 class Setup:
-    """Everything built from a RunConfig before the first step."""
+    """Everything built from a RunConfig before the first step: the model is built here, once per run."""
 
     cfg: RunConfig
     env: D.DistEnv
@@ -69,7 +72,9 @@ class Setup:
 
     @property
     def bare(self) -> torch.nn.Module:
-        return getattr(self.model, "module", self.model)
+        """The model without its DDP / torch.compile wrappers (what checkpoints hold)."""
+        model = getattr(self.model, "_orig_mod", self.model)
+        return getattr(model, "module", model)
 
 
 def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
@@ -80,19 +85,20 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     env = env or D.init_distributed(cfg.hardware.device)
     check_precision(cfg.hardware.precision, env.device)
     torch.manual_seed(cfg.seed)
-    task = get_task(cfg.task)
-    spec = task.spec(task_config_object(cfg.task, cfg.task_config))
+    task, config = get_task(cfg.task), cfg.task_object()
+    spec = task.spec(config)
     model = build_model(cfg.model, spec, dict(cfg.model_overrides), allow_noncausal=cfg.allow_noncausal)
     model.to(env.device)
     if cfg.hardware.precision != "fp32":
         keep_mixers_float32(model)
     objective = objective_for(spec, cfg.eval.metric_batch_size, cfg.eval.monitor, cfg.eval.monitor_variant,
-                              breakdowns_for(cfg.task, cfg.task_config))
+                              dict(task.metric_breakdowns(config)))
     return Setup(cfg, env, spec, model, objective)
 
 
-def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
-    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks."""
+def evaluate_split(s: Setup, data: Any, keep: list[tuple[Any, Any, Any]] | None = None) -> dict[str, Any]:
+    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks.
+    `keep`, a list, receives this rank's (sample_index, prediction, target) per batch (`--log-samples`)."""
     from .metrics import all_reduce_metrics
 
     model = s.bare
@@ -100,31 +106,26 @@ def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
     model.eval()
     state = s.objective.new_metrics(data.num_samples)
     with torch.no_grad(), autocast_context(s.cfg.hardware.precision, s.env.device):
-        for x, y, idx, *extra in data.batches(s.cfg.eval.batch_size):  # extra: Figure-2 fields of folder tasks
+        for x, y, idx, *extra in data.batches(s.cfg.eval.batch_size):  # extra: breakdown fields of folder tasks
             pred = model(x.to(s.env.device, non_blocking=True))
             kw = {"extra": {k: v.to(s.env.device) for k, v in extra[0].items()}} if extra and extra[0] else {}
             state.update(pred.float(), y.to(s.env.device), idx.to(s.env.device), **kw)
+            if keep is not None:
+                keep.append((idx, pred.argmax(-1) if s.spec.target_kind == "classify" else pred.float(), y))
     all_reduce_metrics(state)
     model.train(was_training)
     return state.compute()
 
 
-def _optimizer(s: Setup) -> torch.optim.Optimizer:
-    from .optim_groups import param_groups
-
-    t = s.cfg.train
-    groups = param_groups(s.bare, lr=t.lr, weight_decay=t.weight_decay, lr_ssm=t.lr_ssm)
-    return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, weight_decay=t.weight_decay)
-
-
-class _StopFlag:
-    """SIGINT / SIGTERM set a flag checked between steps; a second SIGINT interrupts at once."""
+class StopFlag:
+    """SIGINT / SIGTERM set a flag checked between steps and after evaluations; a second SIGINT interrupts at
+    once."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
         self._old: dict[int, Any] = {}
 
-    def __enter__(self) -> _StopFlag:
+    def __enter__(self) -> StopFlag:
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 self._old[sig] = signal.signal(sig, self._handle)
@@ -142,147 +143,227 @@ class _StopFlag:
             signal.signal(sig, old)
 
 
-def train(cfg: RunConfig, run: RunFolder, *, resume: bool = False, quiet: bool = False,
-          logger: Any = None) -> dict[str, Any]:
-    """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks)."""
-    s = setup(cfg)
-    env, t = s.env, cfg.train
-    optimizer = _optimizer(s)
-    factor = lr_factor(t.schedule, t.warmup_steps, t.schedule_steps or t.steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-    scaler = grad_scaler(cfg.hardware.precision, env.device)
-    state = TrainState()
+@dataclass
+class Loop:
+    """What the loop's steps share and change."""
+
+    s: Setup
+    run: RunFolder
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: Any
+    state: TrainState
+    val: Any
+    logger: Any
+    bar: Any
+    quiet: bool
+    loss_sum: torch.Tensor
+    loss_count: int = 0
+
+
+def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any) -> Loop:
+    """Optimiser (AdamW with the mixers' parameter groups), schedule, restore from last.pt, DDP / compile."""
+    from .optim_groups import param_groups
+
+    cfg, env, t = s.cfg, s.env, s.cfg.train
+    groups = param_groups(s.bare, lr=t.lr, weight_decay=t.weight_decay, lr_ssm=t.lr_ssm)
+    optimizer = torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, weight_decay=t.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(t.schedule, t.warmup_steps,
+                                                                       t.schedule_steps or t.steps))
+    loop = Loop(s, run, optimizer, scheduler, grad_scaler(cfg.hardware.precision, env.device), TrainState(),
+                None, logger, None, quiet, torch.zeros((), dtype=torch.float64, device=env.device))
     if resume:
-        ckpt = load_checkpoint(run.last)
-        s.bare.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        state = TrainState(**ckpt["state"])
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        if env.device.type == "cuda" and ckpt["rng"].get("cuda") is not None:
-            torch.cuda.set_rng_state(ckpt["rng"]["cuda"], env.device)
-        if env.is_main:
-            run.truncate_log(state.step)
-    model = s.model
+        restore(loop)
     if env.distributed:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[env.device.index] if env.device.type == "cuda" else None)
+        s.model = torch.nn.parallel.DistributedDataParallel(
+            s.model, device_ids=[env.device.index] if env.device.type == "cuda" else None)
     if cfg.hardware.compile:
-        model = torch.compile(model)
-    s.model = model
-    val = eval_set_for(cfg, "val", env.rank, env.world_size)
-
-    def checkpoint(path: Any) -> None:
-        if env.is_main:
-            save_checkpoint(path, {
-                "model": s.bare.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "state": state.to_json(), "config": cfg.to_json(),
-                "rng": {"torch": torch.get_rng_state(),
-                        "cuda": torch.cuda.get_rng_state(env.device) if env.device.type == "cuda" else None}})
-        D.barrier()
-
+        s.model = torch.compile(s.model)
+    loop.val = eval_set_for(cfg, "val", env.rank, env.world_size)
+    loop.bar = _progress(loop.state.step, t.steps, quiet or not env.is_main, cfg)
     if env.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(env.device)
-    feed = feed_for(cfg, state.step, env, pin_memory=env.device.type == "cuda")
-    bar = _progress(state.step, t.steps, quiet or not env.is_main, cfg)
-    every_ckpt = t.checkpoint_every or t.eval_every
-    loss_sum = torch.zeros((), dtype=torch.float64, device=env.device)
-    loss_count = 0
-    model.train()
-    first_step = state.step
-    with _StopFlag() as stop:
+    return loop
+
+
+def restore(loop: Loop) -> None:
+    """Model, optimiser, schedule, loop state and random state of `last.pt` (a resumed run equals an
+    uninterrupted one)."""
+    s, run = loop.s, loop.run
+    ckpt = load_checkpoint(run.last, option="--resume")
+    s.bare.load_state_dict(ckpt["model"])
+    loop.optimizer.load_state_dict(ckpt["optimizer"])
+    loop.scheduler.load_state_dict(ckpt["scheduler"])
+    loop.state = TrainState(**ckpt["state"])
+    torch.set_rng_state(ckpt["rng"]["torch"])
+    if s.env.device.type == "cuda" and ckpt["rng"].get("cuda") is not None:
+        torch.cuda.set_rng_state(ckpt["rng"]["cuda"], s.env.device)
+    if s.env.is_main:
+        run.truncate_log(loop.state.step)
+
+
+def train_step(loop: Loop, batch: dict[str, torch.Tensor]) -> None:
+    """Forward, the task's loss, backward, (clip), update, schedule."""
+    s, opt, scaler = loop.s, loop.optimizer, loop.scaler
+    x = batch["inputs"].to(s.env.device, non_blocking=True)   # (B_rank, T, ...)
+    y = batch["targets"].to(s.env.device, non_blocking=True)  # (B_rank, l_output, ...)
+    with autocast_context(s.cfg.hardware.precision, s.env.device):
+        loss = s.objective.loss(s.model(x), y)
+    opt.zero_grad(set_to_none=True)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+    else:
+        loss.backward()
+    if s.cfg.train.grad_clip:
+        torch.nn.utils.clip_grad_norm_(s.model.parameters(), s.cfg.train.grad_clip)
+    if scaler is not None:
+        scaler.step(opt)
+        scaler.update()
+    else:
+        opt.step()
+    loop.scheduler.step()
+    loop.loss_sum += loss.detach().double()
+    loop.loss_count += 1
+
+
+def log_train(loop: Loop) -> None:
+    """The mean training loss since the last line, across ranks; a non-finite one stops the run."""
+    s, state = loop.s, loop.state
+    mean = float(D.sum_across_ranks(loop.loss_sum.clone()).item()) / (loop.loss_count * s.env.world_size)
+    if not math.isfinite(mean):
+        raise NonFiniteLoss(f"the training loss became {mean} between steps {state.step - loop.loss_count} and "
+                            f"{state.step}; stopped, the last good checkpoint is {loop.run.last}",
+                            "lower train.lr or use --precision fp32")
+    _record(loop, {"step": state.step, "split": "train", "loss": mean, "lr": loop.scheduler.get_last_lr()[0],
+                   "elapsed": state.train_time})
+    loop.bar.set_postfix(loss=f"{mean:.4g}")
+    loop.loss_sum.zero_()
+    loop.loss_count = 0
+
+
+def validate(loop: Loop) -> None:
+    """Validation metrics; best.pt only when the monitor improves."""
+    s, state = loop.s, loop.state
+    metrics = evaluate_split(s, loop.val)
+    value = metrics[s.objective.monitor]
+    improved = s.objective.better(value, state.best_value)
+    if improved:
+        state.best_value, state.best_step = value, state.step
+    record = {"step": state.step, "split": "val", **_scalars(metrics), "elapsed": state.train_time, "best": improved}
+    _record(loop, record)
+    if s.env.is_main and not loop.quiet:
+        loop.bar.write(_describe(record, s.objective), file=sys.stderr)
+    if improved:
+        checkpoint(loop, loop.run.best)
+
+
+def checkpoint(loop: Loop, path: Any) -> None:
+    """Everything a resumed run needs, written atomically by rank 0."""
+    s = loop.s
+    if s.env.is_main:
+        save_checkpoint(path, {
+            "model": s.bare.state_dict(), "optimizer": loop.optimizer.state_dict(),
+            "scheduler": loop.scheduler.state_dict(), "state": loop.state.to_json(), "config": s.cfg.to_json(),
+            "rng": {"torch": torch.get_rng_state(),
+                    "cuda": torch.cuda.get_rng_state(s.env.device) if s.env.device.type == "cuda" else None}})
+    D.barrier()
+
+
+def interrupted(loop: Loop) -> TrainingInterrupted:
+    loop.bar.close()
+    run, t = loop.run, loop.s.cfg.train
+    return TrainingInterrupted(f"interrupted at step {loop.state.step}/{t.steps}; the run is saved in {run.path}",
+                               f"continue with `ssmbench eval --resume {run.path}`")
+
+
+def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False,
+          logger: Any = None) -> dict[str, Any]:
+    """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks)."""
+    with StopFlag() as stop:
+        loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
+        t, state, env = s.cfg.train, loop.state, s.env
+        first_step = state.step
+        feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
         tick = time.perf_counter()
         for step, batch in feed:
             got = time.perf_counter()
-            x = batch["inputs"].to(env.device, non_blocking=True)
-            y = batch["targets"].to(env.device, non_blocking=True)
-            with autocast_context(cfg.hardware.precision, env.device):
-                loss = s.objective.loss(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.unscale_(optimizer)
-            else:
-                loss.backward()
-            if t.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-            if scaler is not None:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            scheduler.step()
-            loss_sum += loss.detach().double()
-            loss_count += 1
+            train_step(loop, batch)
             state.step = step + 1
             done = state.step == t.steps
-            if state.step % t.log_every == 0 or done or state.step % t.eval_every == 0:
-                mean = float(D.sum_across_ranks(loss_sum.clone()).item()) / (loss_count * env.world_size)
-                if not math.isfinite(mean):
-                    raise NonFiniteLoss(f"the training loss became {mean} between steps {state.step - loss_count} "
-                                        f"and {state.step}; stopped, the last good checkpoint is {run.last}",
-                                        "lower train.lr or use --precision fp32")
-                record = {"step": state.step, "split": "train", "loss": mean, "lr": scheduler.get_last_lr()[0],
-                          "elapsed": state.train_time}
-                state.history.append(record)
-                if env.is_main:
-                    run.log(record)
-                    _log_external(logger, record)
-                bar.set_postfix(loss=f"{mean:.4g}")
-                loss_sum.zero_()
-                loss_count = 0
+            if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:
+                log_train(loop)
             if env.device.type == "cuda" and (state.step % 50 == 0 or done):
                 torch.cuda.synchronize(env.device)
-            now = time.perf_counter()
             if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
                 state.data_wait += got - tick
-                state.train_time += now - tick
+                state.train_time += time.perf_counter() - tick
                 state.timed_steps += 1
-            bar.update(1)
+            loop.bar.update(1)
             if state.step % t.eval_every == 0 or done:
-                metrics = evaluate_split(s, val)
-                value = metrics[s.objective.monitor]
-                record = {"step": state.step, "split": "val", **_scalars(metrics), "elapsed": state.train_time}
-                improved = s.objective.better(value, state.best_value)
-                if improved:
-                    state.best_value, state.best_step = value, state.step
-                record["best"] = improved
-                state.history.append(record)
-                if env.is_main:
-                    run.log(record)
-                    _log_external(logger, record)
-                    bar.write(_describe(record, s.objective), file=sys.stderr) if not quiet else None
-                if improved:
-                    checkpoint(run.best)
-            if state.step % every_ckpt == 0 or done:
-                checkpoint(run.last)
+                validate(loop)
+            if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
+                checkpoint(loop, run.last)
             if D.any_rank(stop.signum is not None, env.device):
-                checkpoint(run.last)
-                bar.close()
-                raise TrainingInterrupted(f"interrupted at step {state.step}/{t.steps}; the run is saved in "
-                                          f"{run.path}", f"continue with `ssmbench eval --resume {run.path}`")
+                checkpoint(loop, run.last)
+                raise interrupted(loop)
             tick = time.perf_counter()
-    bar.close()
-    return finish(s, run, state, val)
+        loop.bar.close()
+        metrics = finish(loop)
+        if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
+            raise interrupted(loop)
+    return metrics
 
 
-def finish(s: Setup, run: RunFolder, state: TrainState, val: Any) -> dict[str, Any]:
-    """Load the best weights, score val and test, draw the task's figures, and assemble metrics.json (written by
-    the caller)."""
+def finish(loop: Loop) -> dict[str, Any]:
+    """Load the best weights, score val and test, draw the task's figures, and assemble the metrics."""
     from .task_figures import task_figures
 
+    s, run, state = loop.s, loop.run, loop.state
     cfg, env = s.cfg, s.env
     if run.best.exists():
         s.bare.load_state_dict(load_checkpoint(run.best)["model"])
     test = eval_set_for(cfg, "test", env.rank, env.world_size)
-    scores = {"val": evaluate_split(s, val), "test": evaluate_split(s, test)}
-    figures = task_figures(s, run, scores["val"], val) if env.is_main else {}
+    kept: list[Any] | None = [] if cfg.eval.log_samples else None
+    scores = {"val": evaluate_split(s, loop.val), "test": evaluate_split(s, test, kept)}
+    if kept is not None:
+        save_predictions(run, kept, env)
+    figures = task_figures(s, run, scores["val"], loop.val) if env.is_main else {}
     return {**scores, **figures, "best_step": state.best_step,
             "monitor": {"key": s.objective.monitor, "mode": s.objective.mode, "value": state.best_value},
             "steps": state.step, "train_time_s": state.train_time,
             "time_per_step_s": state.train_time / max(1, state.timed_steps),
             "data_wait_share": state.data_wait / max(1e-12, state.train_time),
             "peak_memory_bytes": _peak_memory(env.device)}
+
+
+def save_predictions(run: RunFolder, kept: list[tuple[Any, Any, Any]], env: D.DistEnv, split: str = "test") -> None:
+    """RUN/predictions/<split>.npz (<split>.rank<r>.npz under torchrun: each rank its slice): `sample_index` (n,), the
+    `predictions` (regression: (n, l_output, d_output) float32; classification: (n, positions) class ids) and the
+    `targets`, in sample order."""
+    import numpy as np
+
+    from ..data.shards import atomic_write_bytes
+
+    folder = run.path / "predictions"
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {"sample_index": torch.cat([k[0] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.int64),
+              "predictions": torch.cat([k[1] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32),
+              "targets": torch.cat([k[2] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32)}
+    import io
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    name = f"{split}.npz" if env.world_size == 1 else f"{split}.rank{env.rank}.npz"
+    atomic_write_bytes(folder / name, buffer.getvalue())
+
+
+def _record(loop: Loop, record: dict[str, Any]) -> None:
+    loop.state.history.append(record)
+    if loop.s.env.is_main:
+        loop.run.log(record)
+        if loop.logger is not None:
+            loop.logger.log(record)
 
 
 def _peak_memory(device: torch.device) -> int:
@@ -307,8 +388,3 @@ def _progress(start: int, total: int, disable: bool, cfg: RunConfig) -> Any:
 
     return tqdm(total=total, initial=start, disable=disable, desc=f"{cfg.task}/{cfg.model}", unit="step",
                 dynamic_ncols=True, leave=False)
-
-
-def _log_external(logger: Any, record: dict[str, Any]) -> None:
-    if logger is not None:
-        logger.log(record)

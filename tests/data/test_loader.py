@@ -23,7 +23,7 @@ import torch
 from ssmbench import DatasetError, open_dataset
 from ssmbench.data.build import generate_dataset
 from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler
-from ssmbench.data.task_config import resolve_config
+from ssmbench.task_config import resolve_config
 
 
 def _build(tmp_path_factory, task: str, n: int, split: dict, **kwargs) -> Path:

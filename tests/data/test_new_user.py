@@ -20,9 +20,9 @@ from ssmbench.data import build as build_module
 from ssmbench.data.build import generate_dataset, plan_build
 from ssmbench.data.estimate import estimate_build
 from ssmbench.data.streaming import TaskStream
-from ssmbench.data.task_config import resolve_config
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.registry import get_task, tasks
+from ssmbench.task_config import resolve_config
 from support import tiny_config
 
 SPLIT = {"train": 6, "val": 3, "test": 3}

@@ -12,13 +12,14 @@ import numba
 import numpy as np
 import pytest
 
-from ssmbench.config import canonical_json, config_from_dict
+from ssmbench.config import canonical_json
 from ssmbench.errors import ConfigError
 from ssmbench.generators import _pathfinder_geom, _pathfinder_lanczos, _pathfinder_stats, pathfinder
 from ssmbench.generators._pathfinder_slow import SlowPathfinder, _Geometry
 from ssmbench.generators._pathfinder_stats import GOLDEN, GOLDEN_TOLERANCE, statistics_markdown
 from ssmbench.generators.pathfinder import PRESETS, Pathfinder, PathfinderConfig, generate_with_geometry
 from ssmbench.seeding import keys_for
+from ssmbench.task_config import from_plain
 from support import REFERENCE, require_reference
 
 TASK = Pathfinder()
@@ -56,7 +57,7 @@ def test_presets_are_the_papers_settings():
         assert cfg.label_min_coverage is None and cfg.marker_intensity == 1.0 and cfg.label_rule == "coverage"
     assert PathfinderConfig() == PRESETS["128"] and TASK.default_preset == "128" and TASK.default_n == 100_000
     assert dict(TASK.default_split) == {"train": 0.8, "val": 0.1, "test": 0.1} and TASK.preset_option == "size"
-    from ssmbench.data.task_config import nearest_size_preset
+    from ssmbench.task_config import nearest_size_preset
 
     assert nearest_size_preset(TASK, 300) == "256" and PRESETS["256"].seed_distance != 22
     assert nearest_size_preset(TASK, 192) == "128" and PRESETS["128"].seed_distance == 22  # a tie: the smaller
@@ -64,7 +65,7 @@ def test_presets_are_the_papers_settings():
 
 def test_config_round_trips_and_validation():
     for cfg in PRESETS.values():  # JSON (manifest) and CLI strings give back an equal config, so names stay stable
-        assert config_from_dict(PathfinderConfig, json.loads(canonical_json(cfg.to_dict()))) == cfg
+        assert from_plain("pathfinder", json.loads(canonical_json(cfg.to_dict()))) == cfg
     assert PathfinderConfig(margin_list=[3, 2], dash_length=5).margin_list == (3, 2)
     bad = {"size": 90, "aa": 0, "margin_list": (), "contour_length": 0, "occupied_threshold": 1.0,
            "snake_contrast": 1.5, "label_min_coverage": 0.0, "max_pair_attempts": 70000, "dash_thickness": -1.0,

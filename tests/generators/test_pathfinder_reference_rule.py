@@ -138,7 +138,7 @@ def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
     import h5py
 
     from ssmbench.data.build import generate_dataset
-    from ssmbench.data.task_config import resolve_config
+    from ssmbench.task_config import resolve_config
 
     arrays = {}
     for rule in ("coverage", "reference"):

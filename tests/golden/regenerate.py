@@ -59,10 +59,10 @@ def build_record(task_name: str, config_dict: dict[str, Any] | None = None, seed
     sizes = dict(sizes or SIZES)
     import h5py
 
-    from ssmbench.config import config_from_dict
     from ssmbench.data.build import generate_dataset
     from ssmbench.data.shards import row_hashes
     from ssmbench.registry import get_task
+    from ssmbench.task_config import from_plain
 
     task = get_task(task_name)
     if config_dict is None:
@@ -70,7 +70,7 @@ def build_record(task_name: str, config_dict: dict[str, Any] | None = None, seed
 
         config = tiny_config(task_name)
     else:
-        config = config_from_dict(task.Config, config_dict)
+        config = from_plain(task, config_dict)
     with tempfile.TemporaryDirectory(prefix=f"golden-{task_name}-") as tmp:
         result = generate_dataset(task.name, config, out=tmp, n=sum(sizes.values()), split=sizes, seed=seed,
                                   samples_per_shard=samples_per_shard)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,8 +88,19 @@ def test_checkpoint_and_resume_errors(tmp_path):
     assert ssmbench("eval", "--model", "dlr", *TINY, "-o", "model.d_state=32", "-o", "train.steps=2", "-o", "train.eval_every=2",
                     "--out", str(run)).returncode == 0
     one_line_error(ssmbench("eval", "--checkpoint", str(run / "checkpoints" / "best.pt"), "--task", "shift"), 2,
-                   "trained with --task cumsum")
+                   "trained on cumsum, not shift")
+    one_line_error(ssmbench("eval", "--checkpoint", str(run / "checkpoints" / "best.pt"), "--model", "attention"), 2,
+                   "holds a 'dlr' model, not 'attention'")
+    one_line_error(ssmbench("eval", "--checkpoint", str(run / "checkpoints" / "best.pt"), "--resume", str(run)), 2,
+                   "give one of them")
+    one_line_error(ssmbench("eval", *TINY, "--split", "val"), 2, "--split chooses what")
     one_line_error(ssmbench("eval", "--resume", str(run)), 2, "already finished")
+    truncated = tmp_path / "truncated"
+    shutil.copytree(run, truncated)
+    (truncated / "metrics.json").unlink()
+    last = truncated / "checkpoints" / "last.pt"
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
+    one_line_error(ssmbench("eval", "--resume", str(truncated)), 2, "--resume:", "truncated or damaged")
     one_line_error(ssmbench("eval", "--resume", str(tmp_path)), 2, "not an ssmbench run folder")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     one_line_error(ssmbench("eval", "--checkpoint", str(tmp_path / "junk.pt")), 2, "not a readable")
@@ -105,6 +117,41 @@ def test_nan_loss_exits_1_with_one_line(tmp_path):
     one_line_error(result, 1, "loss became nan", "last good checkpoint")
 
 
+CEILING = 900
+"""Seconds a signal test waits for an event at most: generous, since a loaded 2-core machine is slow."""
+
+
+def wait_for_training(log: Path, proc: subprocess.Popen) -> None:
+    """Until the run has logged a training line (or the process ended, or the ceiling passed)."""
+    deadline = time.monotonic() + CEILING
+    while not (log.exists() and '"train"' in log.read_text()):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the run logged no training line in time"
+        time.sleep(0.2)
+
+
+def test_group_sigterm_saves_the_step_and_exits_130(tmp_path):
+    """A scheduler's preemption signals the whole process group, data workers included: the run still saves
+    last.pt at the current step and exits 130 with the resume command (workers ignore the signal)."""
+    import torch
+
+    exe = Path(sys.executable).with_name("ssmbench")
+    args = [str(exe), "eval", "--model", "dlr", "--task", "cumsum", "-o", "L=64", "-o", "model.d_model=16",
+            "-o", "model.d_state=64", "-o", "train.steps=100000", "-o", "train.eval_every=50", "-o",
+            "train.log_every=5", "-o", "eval.val_samples=64", "-o", "eval.test_samples=16", "-o", "data.workers=2",
+            "-q", "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
+                            start_new_session=True)
+    wait_for_training(tmp_path / "run" / "metrics.jsonl", proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=CEILING)
+    assert proc.returncode == 130, err
+    assert "interrupted at step" in err and "--resume" in err, err
+    assert "Traceback" not in err and "killed by signal" not in err, err
+    saved = torch.load(tmp_path / "run" / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]
+    assert 0 < saved < 100000
+
+
 def test_sigint_checkpoints_and_resume_finishes_like_one_run(tmp_path):
     import torch
 
@@ -115,12 +162,9 @@ def test_sigint_checkpoints_and_resume_finishes_like_one_run(tmp_path):
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
     proc = subprocess.Popen([str(exe), *args, "--out", str(tmp_path / "cut")], stderr=subprocess.PIPE, text=True,
                             env=env)
-    log = tmp_path / "cut" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while not (log.exists() and '"train"' in log.read_text()) and time.time() < deadline:
-        time.sleep(0.2)
+    wait_for_training(tmp_path / "cut" / "metrics.jsonl", proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=CEILING)
     assert proc.returncode == 130, err
     assert "interrupted at step" in err and "--resume" in err and "Traceback" not in err
     saved = torch.load(tmp_path / "cut" / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]

@@ -10,7 +10,7 @@ import torch
 
 import ssmbench
 from ssmbench.errors import ConfigError
-from ssmbench.harness.evaluation import resolve_run_config, resume
+from ssmbench.harness.evaluation import resume
 from ssmbench.harness.run_config import RunConfig
 from ssmbench.harness.scoring import score_checkpoint
 
@@ -94,10 +94,13 @@ def test_score_checkpoint_reproduces_the_run_and_refuses_other_tasks(tmp_path):
     scored = score_checkpoint(r.run_dir / "checkpoints" / "best.pt", "test", out=tmp_path / "score", quiet=True)
     assert scored.metrics["test"] == r.metrics["test"]
     assert (tmp_path / "score" / "metrics.json").exists()
-    with pytest.raises(ConfigError, match="trained with --task cumsum"):
+    with pytest.raises(ConfigError, match="trained on cumsum, not shift"):
         score_checkpoint(r.run_dir / "checkpoints" / "best.pt", task="shift", out=tmp_path / "x")
-    with pytest.raises(ConfigError, match="trained with --length 32"):
-        score_checkpoint(r.run_dir / "checkpoints" / "best.pt", length=64, out=tmp_path / "y")
+    with pytest.raises(ConfigError, match="holds a 'dlr' model, not 'attention'"):
+        score_checkpoint(r.run_dir / "checkpoints" / "best.pt", model="attention", out=tmp_path / "x")
+    longer = score_checkpoint(r.run_dir / "checkpoints" / "best.pt", length=64, out=tmp_path / "y")  # generalisation
+    assert longer.config.task_config["L"] == 64 and longer.metrics["seq_len"] == 64
+    assert longer.config.task_config == r.config.with_overrides({"L": 64}).task_config
 
 
 def test_user_mixer_and_factory(tmp_path):
@@ -128,14 +131,14 @@ def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 def test_preset_resolution_order(tmp_path):
     cfg_file = tmp_path / "c.toml"
     cfg_file.write_text('"train.lr" = 0.5\n"train.steps" = 7\n')
-    cfg = resolve_run_config("dlr", "reverse", "quick", config_file=cfg_file, overrides={"train.steps": 9})
+    cfg = RunConfig.resolve("dlr", "reverse", "quick", config_file=cfg_file, overrides={"train.steps": 9})
     assert cfg.train.lr == 0.5 and cfg.train.steps == 9            # file over preset, -o over file
     assert cfg.model_overrides["n_layers"] == 2                       # the quick preset's per-task value
     assert cfg.model_overrides["d_state"] == 1024                     # "${T}": reverse at L = 512 has T = 1024
-    paper = resolve_run_config("dlr", "shift", "paper")
+    paper = RunConfig.resolve("dlr", "shift", "paper")
     assert (paper.task_config["L"], paper.train.steps, paper.train.lr) == (4096, 43200, 1e-4)
-    assert resolve_run_config("dlr", "shift", "paper", length=512).preset == "dlr_paper/atomic512/dlr"
+    assert RunConfig.resolve("dlr", "shift", "paper", length=512).preset == "dlr_paper/atomic512/dlr"
     with pytest.raises(ConfigError, match="no paper preset for model 'lru' on shift"):
-        resolve_run_config("lru", "shift", "paper", length=2 ** 14)
+        RunConfig.resolve("lru", "shift", "paper", length=2 ** 14)
     with pytest.raises(ConfigError, match="did you mean 'train.steps'"):
-        resolve_run_config("dlr", "shift", overrides={"train.step": 3})
+        RunConfig.resolve("dlr", "shift", overrides={"train.step": 3})

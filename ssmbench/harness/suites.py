@@ -1,0 +1,174 @@
+"""Task suites: `ssmbench eval --task atomic` (a group) or `--task shift,cumsum` (names), one run after another.
+
+Groups are declared by the tasks (`Task.groups`: {"atomic": 0, "table1": 0}; every task is in "all"), never listed
+here. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
+folder per task, so the same command finds it again: a re-run skips finished tasks, resumes an interrupted one from
+its `last.pt` and starts the rest. Progress lines on stderr say tasks done / total and the time left (from the wall
+time of the tasks finished so far); the suite ends with the `compare` table of its runs.
+
+Example:
+    >>> expand_tasks("shift,cumsum")
+    ['shift', 'cumsum']
+    >>> expand_tasks("table1")[:3]
+    ['shift', 'cumsum', 'cummax']
+    >>> expand_tasks("higher_order")
+    ['listops_subtrees', 'pathfinder']
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import config_sha256
+from ..errors import ConfigError, SsmbenchError, UnknownNameError
+from ..registry import tasks as task_registry
+
+ALL = "all"
+
+
+class SuiteInterrupted(SsmbenchError):
+    exit_code = 130
+
+
+def task_groups() -> dict[str, list[str]]:
+    """Group name -> its tasks in order (position, then name), from every registered task's `groups`."""
+    members: dict[str, list[tuple[int, str]]] = {ALL: []}
+    for name in task_registry.names():
+        cls = task_registry.get(name)
+        members[ALL].append((len(members[ALL]), name))
+        for group, position in dict(cls.groups).items():
+            members.setdefault(group, []).append((int(position), name))
+    return {group: [name for _, name in sorted(items)] for group, items in members.items()}
+
+
+def task_order() -> Callable[[str], tuple[int, int, str]]:
+    """A sort key for task names: groups in the order they first appear in the registry, tasks by their position
+    in their group (the atomic tasks in the paper's Table 1 order, then the higher-order tasks), then the rest."""
+    names = task_registry.names()
+    first: dict[str, int] = {}
+    keys: dict[str, tuple[int, int]] = {}
+    for index, name in enumerate(names):
+        groups = dict(task_registry.get(name).groups)
+        for group in groups:
+            first.setdefault(group, index)
+        keys[name] = min(((first[g], int(p)) for g, p in groups.items()), default=(index, 0))
+
+    def key(name: str) -> tuple[int, int, str]:
+        return (*keys.get(name, (len(names), 0)), name)
+
+    return key
+
+
+def expand_tasks(text: str) -> list[str]:
+    """Task names for `--task`: a name, a group, or several of either separated by commas (order kept, no
+    repeats); an unknown one is a usage error with a did-you-mean over tasks and groups."""
+    groups = task_groups()
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            raise ConfigError("--task", f"empty name in {text!r}", "separate task or group names with commas")
+        if part in groups and part not in task_registry:
+            found = groups[part]
+        elif part in task_registry:
+            found = [task_registry.canonical(part)]
+        elif ":" in part:  # a plug-in task given as module:Class
+            found = [part]
+        else:
+            raise UnknownNameError("task", part, [*task_registry.names(), *groups])
+        out.extend(name for name in found if name not in out)
+    return out
+
+
+def is_suite(text: str | None) -> bool:
+    """True when `--task` names a group or several tasks (not one task, nor a plug-in `module:Class`)."""
+    if text is None:
+        return True  # the bare `ssmbench eval --model M`: the atomic group
+    # a name that is no task goes through `expand_tasks` too, whose error suggests tasks and groups alike
+    return "," in text or (text not in task_registry and ":" not in text)
+
+
+def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[str, Any]) -> Path:
+    """The suite's folder: the same command (model, tasks, preset, keys, seed) always finds the same one."""
+    digest = config_sha256({"model": model, "label": label, **settings})[:8]
+    safe = label.replace(",", "+").replace(":", "_").replace("/", "_")[:60]
+    return Path(runs_root) / f"{safe}-{model.replace(':', '_').replace('/', '_')}-{digest}"
+
+
+def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: Callable[..., Any], *,
+              preset: str = "quick", runs_root: str | Path = "runs", out: str | Path | None = None,
+              settings: Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None, quiet: bool = False,
+              report: Callable[[Any], None] | None = None, **kwargs: Any) -> tuple[Path, list[Any]]:
+    """Run every task of `task_text` (with each of `seeds`, when given) in turn in one suite folder; returns
+    (folder, results).
+
+    `evaluate(model, task, preset, out=..., quiet=..., **kwargs)` and `resume(run_dir, quiet=..., force=...)` are
+    `ssmbench.harness.evaluation`'s (passed in, so this module stays free of torch).
+    """
+    from .run_folder import RunFolder
+
+    names = expand_tasks(task_text)
+    runs = [(name, seed) for name in names for seed in (seeds or [None])]
+    root = Path(out) if out else suite_dir(runs_root, task_text, model, {"tasks": names, "preset": preset,
+                                                                           "seeds": list(seeds or []),
+                                                                           **(settings or {})})
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "suite.json").write_text(json.dumps({"model": model, "tasks": names, "seeds": list(seeds or []),
+                                                 "preset": preset, "settings": dict(settings or {})},
+                                                sort_keys=True, default=str))
+    results: list[Any] = []
+    durations: list[float] = []
+    for i, (name, seed) in enumerate(runs):
+        label = name.replace(":", "_") + (f"-seed{seed}" if seed is not None else "")
+        run = RunFolder(root / label)
+        _say(f"[{i}/{len(runs)} done] {label}: {_plan(run, durations, len(runs) - i)}", quiet)
+        start = time.time()
+        args = {**kwargs, **({"seed": seed} if seed is not None else {})}
+        try:
+            if run.finished:
+                result = _finished(run)
+            elif run.last.exists():
+                result = resume(run.path, quiet=quiet, force=kwargs.get("force", False))
+            else:
+                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args)
+        except (KeyboardInterrupt, SsmbenchError) as exc:
+            if isinstance(exc, KeyboardInterrupt) or exc.exit_code == 130:
+                first = getattr(exc, "message", "interrupted")
+                raise SuiteInterrupted(f"{first} (suite {root}: {i}/{len(runs)} runs done)",
+                                       "re-run the same command to continue the suite: finished runs are skipped "
+                                       f"and {label} resumes from its last.pt") from None
+            raise
+        durations.append(float(result.metrics.get("wall_time_s") or (time.time() - start)))
+        results.append(result)
+        if report is not None:
+            report(result)
+    _say(f"[{len(runs)}/{len(runs)} done] suite folder: {root}", quiet)
+    return root, results
+
+
+def _plan(run: Any, durations: list[float], left: int) -> str:
+    if run.finished:
+        return "finished earlier, skipped"
+    what = "resuming from its last.pt" if run.last.exists() else "starting"
+    if not durations:
+        return what
+    eta = sum(durations) / len(durations) * left
+    from ..plain import human_seconds
+
+    return f"{what} (about {human_seconds(eta)} left for {left} task(s))"
+
+
+def _finished(run: Any) -> Any:
+    from .evaluation import EvalResult
+    from .run_config import RunConfig
+
+    return EvalResult(run.path, RunConfig.from_json(run.read_config()), json.loads(run.metrics_path.read_text()))
+
+
+def _say(line: str, quiet: bool) -> None:
+    if not quiet:
+        print(line, file=sys.stderr, flush=True)
