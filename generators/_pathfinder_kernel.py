@@ -136,7 +136,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
             tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14], tables[15],
-            tables[16], tables[17])
+            tables[16], tables[17], tables[18])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):

@@ -116,23 +116,22 @@ def undo_to(occ, st, log, mark, meta, spans, pad, full, dirty):
 
 
 @njit(cache=True, inline='always')
-def template_fits(occ, kover, full, qy, qx, pool, meta_row, spans):
+def template_fits(occ, kover, qy, qx, pool, meta_row, strong):
     """True iff max(occ + halo counts of the template at (qy, qx)) < the overlap limit (no pixel reaches kover).
 
-    occ never exceeds full, so where kover > full only the template's non-zero spans can fail; each row is reduced
-    to its maximum without branches (vectorised), then compared.
+    occ never exceeds full, so only template counts >= kover - full can fail: `strong` holds each template row's
+    span of those (`_pathfinder_tables.template_spans` at that threshold). Each row is reduced to its maximum
+    without branches, then compared.
     """
     size = occ.shape[0]
     pos, y0, x0, h, w, rp = meta_row[0], meta_row[1], meta_row[2], meta_row[3], meta_row[4], meta_row[5]
     ya = max(qy + y0, 0)
     yb = min(qy + y0 + h, size)
-    narrow = kover > full
     for y in range(ya, yb):
         r = y - qy - y0
         base = pos + r * w - (qx + x0)
-        lo, hi = (spans[rp + r, 0], spans[rp + r, 1]) if narrow else (0, w)
-        xa = max(qx + x0 + lo, 0)
-        xb = min(qx + x0 + hi, size)
+        xa = max(qx + x0 + strong[rp + r, 0], 0)
+        xb = min(qx + x0 + strong[rp + r, 1], size)
         best = 0
         for x in range(xa, xb):
             best = max(best, np.int32(occ[y, x]) + np.int32(pool[base + x]))

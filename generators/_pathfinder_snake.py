@@ -15,7 +15,8 @@ Halo coverage comes from the per-config templates of `_pathfinder_tables`, one p
 Path state `ps[k]`: 0-1 pivot (y, x), 2 orientation, 3-4 tip (y, x), 5-7 pending dash (tail y, tail x, angle),
 8 the pending dash's template id. Dash records `rec[k, j]`: tail y, tail x, angle, pivot y, pivot x.
 `tabs` (per image, for its margin): ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl,
-seed_tpl, zone runs, zone run counts, template row spans, candidate tables (start, offsets, weights).
+seed_tpl, zone runs, zone run counts, template row spans, candidate tables (start, offsets, weights), the spans
+of counts that can fail the overlap test.
 """
 
 from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
@@ -145,7 +146,6 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
     atan_tab, r1, cand, score, pool, meta, ring_tpl = tabs[3], tabs[4], tabs[6], tabs[7], tabs[8], tabs[9], tabs[10]
     spans = tabs[14]
     size = ip[SIZE]
-    full = ip[AA] * ip[AA]
     th = ps[k, 2]
     py, px = translate(ps[k, 0], ps[k, 1], th, fp[LEN] + 2.0 * m)
     if tabs[15].shape[0] > 0:
@@ -174,7 +174,7 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
         beta = atan_tab[qy - py + r1, qx - px + r1]
         ang = flip(beta)
         tid = ring_tpl[qy - py + r1, qx - px + r1]  # every candidate offset has one (see _pathfinder_tables)
-        if not template_fits(occ, ip[KOVER], full, qy, qx, pool, meta[tid], spans):
+        if not template_fits(occ, ip[KOVER], qy, qx, pool, meta[tid], tabs[18]):
             rejected = pick
             continue
         commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty)

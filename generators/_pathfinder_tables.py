@@ -99,8 +99,9 @@ def zone_runs(zones: np.ndarray, big: int) -> tuple[np.ndarray, np.ndarray]:
     return out, np.array([len(r) for r in found], dtype=np.int64)
 
 
-def template_spans(pool: np.ndarray, meta: np.ndarray) -> np.ndarray:
-    """(rows, 2): per template row, the columns [lo, hi) that hold its non-zero counts (lo = hi = 0 if none).
+def template_spans(pool: np.ndarray, meta: np.ndarray, threshold: int = 1) -> np.ndarray:
+    """(rows, 2): per template row, the columns [lo, hi) from its first to its last count >= threshold (lo = hi = 0
+    if none).
 
     Sets meta[:, 5], the row of `spans` where each template's first row is (relative to this pool and meta).
     """
@@ -108,7 +109,7 @@ def template_spans(pool: np.ndarray, meta: np.ndarray) -> np.ndarray:
     row = 0
     for t in range(meta.shape[0]):
         pos, _, _, h, w = (int(v) for v in meta[t, :5])
-        nz = pool[pos:pos + h * w].reshape(h, w) > 0
+        nz = pool[pos:pos + h * w].reshape(h, w) >= threshold
         hit = nz.any(axis=1)
         spans[row:row + h, 0] = np.where(hit, nz.argmax(axis=1), 0)
         spans[row:row + h, 1] = np.where(hit, w - nz[:, ::-1].argmax(axis=1), 0)

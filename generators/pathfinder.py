@@ -218,11 +218,12 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 def kernel_params(config: PathfinderConfig) -> tuple:
     """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
     prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`), then the template row spans and the
-    candidate tables (`_pathfinder_tables.candidate_tables`)."""
+    candidate tables (`_pathfinder_tables.candidate_tables`) and the spans of the template counts that can fail the
+    overlap test (>= kover - aa^2)."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
-    from ._pathfinder_tables import build_tables
+    from ._pathfinder_tables import build_tables, template_spans
 
     kfree, kover, klab = _count_thresholds(config)
     off, taps = interior_taps(config.aa)
@@ -247,7 +248,11 @@ def kernel_params(config: PathfinderConfig) -> tuple:
     *tables, spans, cstart, coff, cw = build_tables(config.dash_length, config.dash_thickness / 2.0,
                                                     config.margin_list, config.aa, config.continuity)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, spans, cstart, coff, cw)
+    full = config.aa * config.aa
+    rows = tables[8].copy()
+    strong = template_spans(tables[7], rows, max(kover - full, 0))
+    assert np.array_equal(rows, tables[8])  # the same row layout as `spans`
+    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, spans, cstart, coff, cw, strong)
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",

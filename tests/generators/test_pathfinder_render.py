@@ -98,7 +98,7 @@ def test_candidate_tables_give_the_ring_path_bytes(size):
     tables = kernel_params(cfg)[4]
     start, offsets, weights = tables[15:18]
     assert len(start) == tables[8].shape[0] + 1 and (weights > 0).all() and len(offsets) == len(weights)
-    ring = (*tables[:15], np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0))  # no tables: ring path
+    ring = (*tables[:15], np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0), *tables[18:])  # ring path
     fast, slow = _fill(cfg, tables), _fill(cfg, ring)
     for a, b in zip(fast, slow, strict=True):
         np.testing.assert_array_equal(a, b)
