@@ -36,7 +36,7 @@ import numpy as np
 from ..config import canonical_json
 from ..plain import human_bytes, human_seconds
 from ..seeding import keys_for
-from .shards import ShardSpec, storage_fields, write_shard
+from .shards import ShardSpec, block_rows, storage_fields, write_shard
 
 SMALL_FILES = 20 << 10
 """manifest.json, README.md and croissant.json of a folder with one shard (measured: 18-23 KiB)."""
@@ -91,9 +91,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     def rows(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: block[name][lo:hi] for name in fields if name != "sample_id"}
 
-    from .build import _block_size
-
-    block_rows = _block_size(spec.bytes_per_sample())
+    rows_per_block = block_rows(spec.bytes_per_sample())
 
     def zeros(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: np.zeros((hi - lo, *f.shape), f.dtype) for name, f in fields.items() if name != "sample_id"}
@@ -109,7 +107,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
         meta = {}
         for m in sorted({s.stop - s.start for s in plan.shards}):
             shard = ShardSpec("train", 0, 1, 0, m)
-            record = write_shard(Path(tmp) / f"z{m}", shard, fields, zeros, attrs, fixed, min(m, block_rows))
+            record = write_shard(Path(tmp) / f"z{m}", shard, fields, zeros, attrs, fixed, min(m, rows_per_block))
             meta[m] = record["num_bytes"] - _chunk_bytes(Path(tmp) / f"z{m}" / shard.relpath)
     total = sum(plan.sizes.values())
     shards = len(plan.shards)
