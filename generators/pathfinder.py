@@ -217,11 +217,13 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=16)
 def kernel_params(config: PathfinderConfig) -> tuple:
     """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
-    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`)."""
+    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`), then the template row spans and the
+    candidate tables (`_pathfinder_tables.candidate_tables`) and the spans of the template counts that can fail the
+    overlap test (>= kover - aa^2)."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
-    from ._pathfinder_tables import build_tables
+    from ._pathfinder_tables import build_tables, template_spans
 
     kfree, kover, klab = _count_thresholds(config)
     off, taps = interior_taps(config.aa)
@@ -243,9 +245,14 @@ def kernel_params(config: PathfinderConfig) -> tuple:
                        (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa))):
         fp[idx] = value
     margins = np.array(config.margin_list, dtype=np.int64)
-    tables = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
+    *tables, spans, cstart, coff, cw = build_tables(config.dash_length, config.dash_thickness / 2.0,
+                                                    config.margin_list, config.aa, config.continuity)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum)
+    full = config.aa * config.aa
+    rows = tables[8].copy()
+    strong = template_spans(tables[7], rows, max(kover - full, 0))
+    assert np.array_equal(rows, tables[8])  # the same row layout as `spans`
+    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, spans, cstart, coff, cw, strong)
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",
@@ -356,11 +363,17 @@ class Pathfinder(Task[PathfinderConfig]):
         return out
 
     def statistics(self, config: PathfinderConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts."""
+        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts.
+
+        Class pixels are counted in one pass over the uint8 masks, with no temporary (no widening to int64).
+        """
+        from ._pathfinder_kernel import value_counts
+
         nd = np.asarray(block["n_distractors"]).astype(np.int64)
         margins = np.asarray(block["margin"]).astype(np.int64)
+        masks = np.ascontiguousarray(block["targets"], dtype=np.uint8).reshape(-1)
         return {
-            "class_pixels": np.bincount(np.asarray(block["targets"]).reshape(-1), minlength=3)[:3].astype(np.int64),
+            "class_pixels": value_counts(masks)[:3],
             "connected": np.bincount(np.asarray(block["label"]).astype(np.int64), minlength=2)[:2],
             "n_distractors": np.bincount(nd, minlength=config.num_distractors + 1)[:config.num_distractors + 1],
             "margin": np.array([(margins == m).sum() for m in config.margin_list], dtype=np.int64),

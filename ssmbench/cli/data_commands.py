@@ -12,15 +12,15 @@ from ..errors import SsmbenchError
 from .app import cli, emit
 
 
-@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls presets\n"
+@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls groups\n  ssmbench ls models\n  ssmbench ls presets\n"
                           "  ssmbench ls datasets")
-@click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "presets", "datasets", "catalog"]),
-                default="tasks")
+@click.argument("kind", type=click.Choice(["tasks", "groups", "models", "evaluators", "presets", "datasets",
+                                          "catalog"]), default="tasks")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Also list this catalogue JSON file (repeatable; $SSMBENCH_CATALOG is always read).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
-    """List registered tasks, models, evaluators or training presets, or the download catalogue."""
+    """List registered tasks, task groups, models, evaluators or training presets, or the download catalogue."""
     from .. import registry
 
     if kind == "presets":
@@ -37,6 +37,10 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
         click.echo(json.dumps({k: catalog[k].to_json() for k in catalog}, sort_keys=True) if as_json
                    else catalog_table(catalog))
         return
+    if kind == "groups":  # `ssmbench eval --task GROUP`: declared by the tasks (Task.groups)
+        from ..harness.suites import task_groups
+
+        items = {name: ", ".join(members) for name, members in task_groups().items()}
     else:
         items = getattr(registry, kind).summaries()
     if as_json:
