@@ -17,8 +17,9 @@ from ._rng import randint, rng_state  # also sets NUMBA_DISABLE_INTEL_SVML befor
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ._pathfinder_geom import draw_label, draw_max, undo_to  # noqa: E402
+from ._pathfinder_geom import draw_label, draw_max  # noqa: E402
 from ._pathfinder_lanczos import label_path_reference  # noqa: E402
+from ._pathfinder_occ import SHIFT, free_count, undo_to  # noqa: E402
 from ._pathfinder_snake import (  # noqa: E402
     AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DIST_CONTRAST, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
     MARKER_I, MARKER_R, MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip,
@@ -31,7 +32,7 @@ REF_LEVEL = 0.5 / 255.0
 
 
 @njit(cache=True)
-def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng):
+def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng, dirty):
     """One attempt at the two main paths (the card's procedure, step 2). On failure occ is rolled back."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
@@ -64,25 +65,27 @@ def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rn
             break
     if placed:
         for _ in range(ip[CL] - 1):
-            if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+            if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                 placed = False
                 break
-            if not extend(1, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+            if not extend(1, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                 placed = False
                 break
     if not placed:
-        undo_to(occ, st, log, mark)
+        undo_to(occ, st, log, mark, tabs[9], tabs[14], min(ip[PAD], size), ip[AA] * ip[AA], dirty)
         st[0] = free0
         return False
     for k in range(2):
         if k == 1 or ip[COMMIT_LAST]:
-            commit_pending(k, ps, occ, st, log, ip, tabs[8], tabs[9])
-    st[1] = 0  # the pair is final: forget its undo log
+            commit_pending(k, ps, occ, st, log, ip, tabs[8], tabs[9], tabs[14], dirty)
+    st[0] = free_count(occ, ip[KFREE])
+    st[1] = 0  # the pair is final: forget its undo log; distractors log pixels
+    st[2] = 0
     return True
 
 
 @njit(cache=True)
-def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng):
+def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng, dirty):
     """Place up to num_distractors short paths (the card's procedure, step 3). Returns how many were placed."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
@@ -102,14 +105,14 @@ def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng)
                        seed[4], seed[5], seed[6])
             ok = True
             for _ in range(ip[DL] - 1):
-                if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+                if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                     ok = False
                     break
             if not ok:
-                undo_to(occ, st, log, mark)
+                undo_to(occ, st, log, mark, tabs[9], tabs[14], min(ip[PAD], size), ip[AA] * ip[AA], dirty)
                 st[0] = free0
                 continue
-            commit_pending(0, ps, occ, st, log, ip, tabs[8], tabs[9])
+            commit_pending(0, ps, occ, st, log, ip, tabs[8], tabs[9], tabs[14], dirty)
             st[1] = 0
             dmark[placed, 0] = seed[5]  # marker at the pivot, m beyond the free end of the first dash
             dmark[placed, 1] = seed[6]
@@ -132,14 +135,18 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     nring = tables[6][mi]
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
-            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14][mi])
+            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14], tables[15],
+            tables[16], tables[17], tables[18], tables[19][mi])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):
         for x in range(size):
             if y < pad or y >= size - pad or x < pad or x >= size - pad:
                 occ[y, x] = full
-    st = np.zeros(2, dtype=np.int64)  # free pixel count, undo-log fill
+    st = np.zeros(3, dtype=np.int64)  # free pixel count, undo-log fill, log mode (`_pathfinder_occ`)
+    st[2] = 1  # box mode for the main pair
+    nb = (size + (1 << SHIFT) - 1) >> SHIFT
+    dirty = np.zeros((nb, nb), dtype=np.uint8)
     for y in range(size):
         for x in range(size):
             if occ[y, x] <= ip[KFREE]:
@@ -153,7 +160,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     ok = False
     while attempts < ip[MAX_PAIR] and not ok:
         attempts += 1
-        ok = main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng)
+        ok = main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng, dirty)
     meta[17] = attempts
     if not ok:
         meta[18] = 1
@@ -162,7 +169,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     for k in range(2):
         terminal_tips[k, 0] = ps[k, 3]
         terminal_tips[k, 1] = ps[k, 4]
-    nplaced = distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng)
+    nplaced = distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng, dirty)
     origin = randint(rng, 2)
     terminal = origin if connected else 1 - origin
     # render: dash counts into img, marker counts into mk, labels into lab
@@ -208,6 +215,15 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     meta[15] = m
     meta[16] = nplaced
     meta[18] = 0
+
+
+@njit(cache=True)
+def value_counts(values):
+    """(256,) int64 counts of each byte value in a 1-D uint8 array: `np.bincount` without widening to int64."""
+    counts = np.zeros(256, dtype=np.int64)
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return counts
 
 
 @njit(cache=True)

@@ -217,14 +217,16 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=16)
 def kernel_params(config: PathfinderConfig, distractor_contrast: float | None = None,
                   seed_rule: bool = False) -> tuple:
-    """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables`, the
-    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`) and the orientations a first dash may
-    take per margin (all of them; with `seed_rule`, `_pathfinder_tables.seedable_orientations`). Distractor dashes
-    are drawn at `distractor_contrast` (None: `config.snake_contrast`). `pathfinder_lra` sets both."""
+    """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
+    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`), then the template row spans and the
+    candidate tables (`_pathfinder_tables.candidate_tables`), the spans of the template counts that can fail the
+    overlap test (>= kover - aa^2), and the orientations a first dash may take per margin (all of them; with
+    `seed_rule`, `_pathfinder_tables.seedable_orientations`). Distractor dashes are drawn at `distractor_contrast`
+    (None: `config.snake_contrast`). `pathfinder_lra` sets both."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
-    from ._pathfinder_tables import build_tables, seedable_orientations
+    from ._pathfinder_tables import build_tables, seedable_orientations, template_spans
 
     kfree, kover, klab = _count_thresholds(config)
     off, taps = interior_taps(config.aa)
@@ -248,13 +250,19 @@ def kernel_params(config: PathfinderConfig, distractor_contrast: float | None = 
                         else distractor_contrast)):
         fp[idx] = value
     margins = np.array(config.margin_list, dtype=np.int64)
-    tables = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
+    *tables, spans, cstart, coff, cw = build_tables(config.dash_length, config.dash_thickness / 2.0,
+                                                    config.margin_list, config.aa, config.continuity)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    seedable = np.ones((len(config.margin_list), 360), dtype=np.int64)  # tables[14]
+    full = config.aa * config.aa
+    rows = tables[8].copy()
+    strong = template_spans(tables[7], rows, max(kover - full, 0))
+    assert np.array_equal(rows, tables[8])  # the same row layout as `spans`
+    seedable = np.ones((len(config.margin_list), 360), dtype=np.int64)  # tables[19]
     if seed_rule:
         seedable = np.stack([seedable_orientations(config.dash_length, config.dash_thickness, m, config.aa)
                              for m in config.margin_list])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum, seedable)
+    return (ip, fp, margins, geom.subsample_offsets(config.aa),
+            (*tables, cum, spans, cstart, coff, cw, strong, seedable))
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",
@@ -343,8 +351,9 @@ class Pathfinder(Task[PathfinderConfig]):
 
         Which dashes form the main paths is not stored, so the mask itself cannot be redrawn from the image.
         The oracle derives: `label` (1 iff class 2 occurs in the mask), `terminal_index` (from `label` and
-        `origin_index`), `marker_centres` (the marked ends in `tips`) and `targets` with every label on a black
-        pixel cleared (so it equals the stored mask iff every labelled pixel is bright in the image).
+        `origin_index`), `marker_centres` (the marked ends in `tips`) and, under the coverage label rule, `targets`
+        with every label on a black pixel cleared (so it equals the stored mask iff every labelled pixel is bright
+        in the image; reference-rule masks label pixels beside the dashes too, so there it is not derived).
         """
         inputs = np.asarray(sample["inputs"])
         targets = np.asarray(sample["targets"])
@@ -353,15 +362,23 @@ class Pathfinder(Task[PathfinderConfig]):
         label = int((targets == 2).any())
         terminal = origin if label else 1 - origin
         centres = np.stack([tips[origin, 0], tips[terminal, 1]]).astype(np.int16)
-        return {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres,
-                "targets": np.where(inputs > 0, targets, 0).astype(np.uint8)}
+        out = {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres}
+        if config.label_rule != "reference":  # reference masks also label the faint ring the Lanczos resize
+            out["targets"] = np.where(inputs > 0, targets, 0).astype(np.uint8)  # leaves around dashes, black or not
+        return out
 
     def statistics(self, config: PathfinderConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts."""
+        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts.
+
+        Class pixels are counted in one pass over the uint8 masks, with no temporary (no widening to int64).
+        """
+        from ._pathfinder_kernel import value_counts
+
         nd = np.asarray(block["n_distractors"]).astype(np.int64)
         margins = np.asarray(block["margin"]).astype(np.int64)
+        masks = np.ascontiguousarray(block["targets"], dtype=np.uint8).reshape(-1)
         return {
-            "class_pixels": np.bincount(np.asarray(block["targets"]).reshape(-1), minlength=3)[:3].astype(np.int64),
+            "class_pixels": value_counts(masks)[:3],
             "connected": np.bincount(np.asarray(block["label"]).astype(np.int64), minlength=2)[:2],
             "n_distractors": np.bincount(nd, minlength=config.num_distractors + 1)[:config.num_distractors + 1],
             "margin": np.array([(margins == m).sum() for m in config.margin_list], dtype=np.int64),

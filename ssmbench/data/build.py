@@ -34,6 +34,7 @@ from .shards import (
     ShardSpec,
     atomic_write_json,
     auto_samples_per_shard,
+    block_rows,
     check_codec,
     make_plan,
     shard_done,
@@ -104,10 +105,6 @@ def _config_of(plan: BuildPlan) -> Any:
     return task, from_plain(task, plan.config)
 
 
-def _block_size(spec_bytes: int) -> int:
-    return int(max(1, min(256, (64 << 20) // max(spec_bytes, 1))))
-
-
 def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None,
               survivors: np.ndarray | None = None) -> dict[str, Any] | None:
     """One shard job, holding the shard's lock (see ownership.py): write the shard unless another run has
@@ -171,7 +168,7 @@ def _write_shard(folder: Path, target: Path, plan: BuildPlan, shard: ShardSpec, 
         return task.statistics(config, block)
 
     return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
-                       _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
+                       block_rows(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
                        progress)
 
 

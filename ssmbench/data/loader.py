@@ -84,9 +84,9 @@ def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str
     split = canonical_split(split, "split")
     folder = Path(path)
     if not folder.is_dir():
-        from .catalog import resolve_dataset
+        from .get import resolve_dataset
 
-        folder = resolve_dataset(path, download=download)
+        folder = resolve_dataset(path, download=download, split=split)
     return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,
                          expect_config=expect_config, max_open_files=max_open_files)
 

@@ -89,9 +89,10 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     if n < 1:
         raise DatasetError(f"preview needs n >= 1, got {n}")
     rows = _read_rows(dataset_dir, manifest, split, n)
-    n = int(rows["inputs"].shape[0])
+    asked, n = n, int(rows["inputs"].shape[0])
     spec = manifest.get("spec", {})
-    title = f"{manifest.get('name', dataset_dir.name)} · {rows['_split']} · first {n} samples"
+    shown = f"first {n} samples" if n == asked else f"all {n} samples (of {asked} asked for)"
+    title = f"{manifest.get('name', dataset_dir.name)} · {rows['_split']} · {shown}"
     if spec.get("input_kind") == "pixels" or (rows["inputs"].ndim == 3 and rows["inputs"].shape[1:] ==
                                                rows.get("targets", np.empty((0, 0))).shape[1:]):
         fig = _image_grid(Figure, rows, n, predictions, title)

@@ -137,6 +137,15 @@ def content_prefix(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     return f"{np.dtype(dtype).str}|{','.join(map(str, shape))}|".encode("ascii")
 
 
+BLOCK_BYTES = 32 << 20
+"""Raw bytes generated per block of a shard job (memory per worker: about twice this above the interpreter)."""
+
+
+def block_rows(bytes_per_sample: int) -> int:
+    """Rows per generated block of a shard job: BLOCK_BYTES of raw samples, 1 to 256 rows."""
+    return int(max(1, min(256, BLOCK_BYTES // max(bytes_per_sample, 1))))
+
+
 def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
     """(n, 32) uint8: per row, sha256 over the row's fields in sorted name order (dtype|shape|bytes each; a
     per-sample scalar counts as shape (1,), as `np.ascontiguousarray` makes it: part of the frozen format)."""
@@ -286,7 +295,7 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 stored = {name: _checked(name, f, block.get(name), hi - lo, attrs) for name, f in fields.items()}
                 for name, arr in stored.items():
                     dsets[name][lo - shard.start:hi - shard.start] = arr
-                    content[name].update(arr.tobytes())
+                    content[name].update(arr.data)  # contiguous (_checked): no copy
                 hashes[lo - shard.start:hi - shard.start] = row_hashes(stored)
                 if stats_fn is not None:
                     for key, value in stats_fn(block).items():

@@ -122,8 +122,10 @@ class FolderFeed:
         self.loader = step_loader(steps, range(start_step, stop_step), workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
+        from .batches import iterate_loader
+
         with worker_errors_in_one_line():
-            yield from zip(range(self.start, self.stop), self.loader, strict=True)
+            yield from zip(range(self.start, self.stop), iterate_loader(self.loader), strict=True)
 
 
 @contextmanager
@@ -172,12 +174,12 @@ class FolderEvalSet:
 
     def batches(self, batch_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]]:
         """(inputs, targets, sample_index, {extra field: (B, T)}) in sample order."""
-        from .batches import worker_options
+        from .batches import iterate_loader, worker_options
 
         loader = torch.utils.data.DataLoader(self.ds, batch_size=batch_size, sampler=self.sampler,
                                              collate_fn=self.ds.collate, **worker_options(self.workers))
         with worker_errors_in_one_line():
-            for b in loader:
+            for b in iterate_loader(loader):
                 yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
 
     def head(self, k: int) -> dict[str, torch.Tensor]:

@@ -281,37 +281,46 @@ def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False
           logger: Any = None) -> dict[str, Any]:
     """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks)."""
     with StopFlag() as stop:
-        loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
-        t, state, env = s.cfg.train, loop.state, s.env
-        first_step = state.step
-        feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
-        tick = time.perf_counter()
-        for step, batch in feed:
-            got = time.perf_counter()
-            train_step(loop, batch)
-            state.step = step + 1
-            done = state.step == t.steps
-            if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:
-                log_train(loop)
-            if env.device.type == "cuda" and (state.step % 50 == 0 or done):
-                torch.cuda.synchronize(env.device)
-            if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
-                state.data_wait += got - tick
-                state.train_time += time.perf_counter() - tick
-                state.timed_steps += 1
-            loop.bar.update(1)
-            if state.step % t.eval_every == 0 or done:
-                validate(loop)
-            if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
-                checkpoint(loop, run.last)
-            if D.any_rank(stop.signum is not None, env.device):
-                checkpoint(loop, run.last)
-                raise interrupted(loop)
-            tick = time.perf_counter()
-        loop.bar.close()
-        metrics = finish(loop)
-        if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
+        try:
+            return _train(s, run, stop, resume=resume, quiet=quiet, logger=logger)
+        except KeyboardInterrupt:  # a second Ctrl-C: at once, without saving this step
+            raise TrainingInterrupted(f"interrupted at once (a second Ctrl-C); {run.last} holds the last saved step",
+                                      f"continue with `ssmbench eval --resume {run.path}`") from None
+
+
+def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: bool, logger: Any) -> dict[str, Any]:
+    """The loop itself (see the module docstring); `stop` is set by SIGINT / SIGTERM."""
+    loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
+    t, state, env = s.cfg.train, loop.state, s.env
+    first_step = state.step
+    feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
+    tick = time.perf_counter()
+    for step, batch in feed:
+        got = time.perf_counter()
+        train_step(loop, batch)
+        state.step = step + 1
+        done = state.step == t.steps
+        if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:
+            log_train(loop)
+        if env.device.type == "cuda" and (state.step % 50 == 0 or done):
+            torch.cuda.synchronize(env.device)
+        if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
+            state.data_wait += got - tick
+            state.train_time += time.perf_counter() - tick
+            state.timed_steps += 1
+        loop.bar.update(1)
+        if state.step % t.eval_every == 0 or done:
+            validate(loop)
+        if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
+            checkpoint(loop, run.last)
+        if D.any_rank(stop.signum is not None, env.device):
+            checkpoint(loop, run.last)
             raise interrupted(loop)
+        tick = time.perf_counter()
+    loop.bar.close()
+    metrics = finish(loop)
+    if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
+        raise interrupted(loop)
     return metrics
 
 
