@@ -45,7 +45,9 @@ def run_once(threads: str | None, steps: int, out: Path) -> float:
     if threads is not None:
         args += ["-o", f"hardware.threads={threads}"]
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    subprocess.run(args, check=True, capture_output=True, env=env)
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return float(json.loads((out / "metrics.json").read_text())["time_per_step_s"])
 
 

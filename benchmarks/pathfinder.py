@@ -2,6 +2,7 @@
 
     PYTHONSAFEPATH=1 python benchmarks/pathfinder.py --size 128 --n 200
     PYTHONSAFEPATH=1 python benchmarks/pathfinder.py --size 512 --n 2000 --baseline-n 1 --json pf512.json
+    PYTHONSAFEPATH=1 python benchmarks/pathfinder.py --size 128 --n 300 --before 0c2872d --only-before
 
 What is measured (kernels compiled and warmed up first; train keys of root seed 0 from `ssmbench.seeding`):
 
@@ -22,6 +23,12 @@ What is measured (kernels compiled and warmed up first; train keys of root seed 
   produces byte-identical images) on the first `--baseline-n` images, against the fast generator on those same
   images (both process CPU time; the per-image cost depends mostly on the image's main-pair attempts).
 * Peak RSS of the process (`ru_maxrss`).
+* Before/after (`--before REF`, default 0c2872d, the last commit before the issue-17 speedups): the Pathfinder
+  generator modules of that git revision are loaded from `git show` into a package of their own and timed in the
+  same run on the same keys, one thread, process CPU time of whole-block `generate` calls, `--reps` rounds
+  alternating old and new (the minimum per image reported, and every round); the outputs must be byte-identical.
+  Also `statistics()` of the same block, old (`np.bincount` of the masks) against new. `--only-before` skips
+  the rest.
 
 Other processes may share the cores: the load average is printed, and CPU time (not wall time) is used per core.
 """
@@ -81,12 +88,85 @@ def write_cpu(task: Pathfinder, cfg, n: int, root: Path) -> tuple[float, float, 
     return time.process_time() - t0, inside[0], (root / shard.relpath).stat().st_size
 
 
+BEFORE = "0c2872d"
+"""The last commit before the issue-17 speedups."""
+
+
+def load_revision(ref: str):
+    """The `pathfinder` module of git revision `ref`, with its own copies of the generator modules it imports."""
+    import hashlib
+    import importlib
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    sha = subprocess.run(["git", "-C", str(root), "rev-parse", ref], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    name = f"pf_{sha[:12]}"
+    pkg = Path(tempfile.gettempdir()) / f"ssmbench-bench-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
+    (pkg / name).mkdir(parents=True, exist_ok=True)
+    listed = subprocess.run(["git", "-C", str(root), "ls-tree", "--name-only", sha, "generators/"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    for path in listed:
+        base = path.rsplit("/", 1)[-1]
+        if base.startswith("_pathfinder") or base in ("_rng.py", "pathfinder.py"):
+            text = subprocess.run(["git", "-C", str(root), "show", f"{sha}:{path}"], capture_output=True, text=True,
+                                  check=True).stdout
+            target = pkg / name / base
+            if not target.exists() or target.read_text() != text:  # keep Numba's cache between runs
+                target.write_text(text)
+    (pkg / name / "__init__.py").write_text("")
+    sys.path.insert(0, str(pkg))
+    return importlib.import_module(f"{name}.pathfinder"), sha
+
+
+def before_after(size: int, n: int, ref: str, reps: int) -> dict:
+    """Same-run CPU ms per image of revision `ref` and of this checkout, on the same keys, one thread."""
+    from ssmbench.generators import pathfinder as new
+
+    old, sha = load_revision(ref)
+    cfg_new, cfg_old = new.PRESETS[str(size)], old.PRESETS[str(size)]
+    keys = _keys(cfg_new, 0, n)
+    numba.set_num_threads(1)
+    for mod, cfg in ((old, cfg_old), (new, cfg_new)):  # compile / load the kernels
+        mod.generate_with_geometry(cfg, keys[:1], geometry=False)
+    rounds: dict[str, list[float]] = {"before": [], "after": []}
+    outs = {}
+    for _ in range(reps):
+        for label, mod, cfg in (("before", old, cfg_old), ("after", new, cfg_new)):
+            t0 = time.process_time()
+            outs[label] = mod.generate_with_geometry(cfg, keys, geometry=False)
+            rounds[label].append(1000 * (time.process_time() - t0) / n)
+    identical = all(np.array_equal(outs["before"][k], outs["after"][k]) for k in outs["before"])
+    stats = {}
+    for label, mod, cfg in (("before", old, cfg_old), ("after", new, cfg_new)):
+        t0 = time.process_time()
+        for _ in range(3):
+            stats[label] = mod.Pathfinder().statistics(cfg, outs["after"])
+        stats[f"{label}_ms"] = 1000 * (time.process_time() - t0) / 3 / n
+    same_stats = all(np.array_equal(np.asarray(stats["before"][k]), np.asarray(stats["after"][k]))
+                     for k in stats["before"])
+    b, a = min(rounds["before"]), min(rounds["after"])
+    print(f"  before/after ({ref} = {sha[:10]} vs this checkout), {n} images, 1 thread, {reps} rounds: "
+          f"{b:.2f} -> {a:.2f} CPU ms/image = {b / a:.2f}x  (rounds before "
+          f"{', '.join(f'{v:.2f}' for v in rounds['before'])}; after {', '.join(f'{v:.2f}' for v in rounds['after'])})"
+          f"; byte-identical: {identical}")
+    print(f"  statistics(): {stats['before_ms']:.3f} -> {stats['after_ms']:.3f} CPU ms/image; identical: {same_stats}")
+    return {"before_ref": sha, "before_ms": b, "after_ms": a, "speedup": b / a, "identical": identical,
+            "rounds": rounds, "stats_before_ms": stats["before_ms"], "stats_after_ms": stats["after_ms"],
+            "stats_identical": same_stats}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, choices=sorted(TARGET_MS), default=128)
     ap.add_argument("--n", type=int, default=200, help="images to time")
     ap.add_argument("--baseline-n", type=int, default=None, help="images for the slow baseline (default 3/2/1)")
     ap.add_argument("--json", type=Path, help="also write every number here")
+    ap.add_argument("--before", default=BEFORE, help=f"git revision to time beside this checkout [{BEFORE}]; "
+                    "'none' to skip")
+    ap.add_argument("--reps", type=int, default=3, help="before/after rounds")
+    ap.add_argument("--only-before", action="store_true", help="only the before/after comparison")
     args = ap.parse_args()
     size, n = args.size, args.n
     cfg = PRESETS[str(size)]
@@ -94,6 +174,15 @@ def main() -> None:
     load = os.getloadavg()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, numba {numba.__version__}, "
           f"numpy {np.__version__}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.before != "none":
+        print(f"\nPathfinder-Segmentation {size}x{size}")
+        ba = before_after(size, n, args.before, args.reps)
+        load = os.getloadavg()
+        print(f"  load average at the end {load[0]:.2f}")
+        if args.only_before:
+            if args.json:
+                args.json.write_text(json.dumps(ba, indent=1))
+            return
     threads = numba.get_num_threads()
     task.generate(cfg, _keys(cfg, 10**6, 10**6 + 1))  # compile / load the kernels
     numba.set_num_threads(1)
@@ -149,6 +238,8 @@ def main() -> None:
         print(f"  same-run baseline (plain NumPy whole-image implementation, byte-identical output), first {nb} "
               f"image(s), attempts {attempts[:nb].tolist()}: {base:.2f} CPU-s/image vs {1000 * fast:.2f} ms -> "
               f"{base / fast:.0f}x")
+    if args.before != "none":
+        res["before_after"] = ba
     res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load = os.getloadavg()
     print(f"  peak RSS {res['peak_rss_mib']:.0f} MiB; load average at the end {load[0]:.2f}")

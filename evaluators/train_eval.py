@@ -19,9 +19,10 @@ class TrainEval(Evaluator):
     name = "train_eval"
 
     def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
-            quiet: bool = False, logger: str | None = None, **options: Any) -> Any:
+            quiet: bool = False, logger: str | None = None, force: bool = False, **options: Any) -> Any:
+        """`force`: train even when the estimated peak memory exceeds the device's free memory."""
         from ssmbench.harness.evaluation import train_and_score
 
         if options:
             raise TypeError(f"train_eval takes no options {sorted(options)}")
-        return train_and_score(config, out, runs_root, quiet=quiet, logger=logger)
+        return train_and_score(config, out, runs_root, quiet=quiet, logger=logger, force=force)

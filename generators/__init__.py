@@ -30,6 +30,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
                          "Tag every closing bracket of a long ListOps expression with the value of the subexpression it closes"),
     "pathfinder": ("ssmbench.generators.pathfinder:Pathfinder",
                    "Label each pixel: on the main path with circles at both ends (2), on the other main path (1), or neither (0)"),
+    "pathfinder_lra": ("ssmbench.generators.pathfinder_lra:PathfinderLRA",
+                       "Say whether the two circles sit on the two ends of one dashed path (1) or not (0): LRA Pathfinder / Path-X"),
     "listops": ("ssmbench.generators.listops:ListOps",
                 "Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"),
 }

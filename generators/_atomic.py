@@ -56,13 +56,23 @@ def positional_channels(T: int) -> np.ndarray:
 
 
 def atomic_spec(T: int, d_input: int, l_output: int, d_output: int, causal: bool = True,
-                extra: Mapping[str, Field] | None = None, input_doc: str = "", target_doc: str = "") -> Spec:
-    """The Spec of an atomic regression task."""
+                extra: Mapping[str, Field] | None = None, input_doc: str = "", target_doc: str = "",
+                shuffled: tuple[str, ...] = ()) -> Spec:
+    """The Spec of an atomic regression task.
+
+    Storage: gzip level 1, byte shuffle only for the fields in `shuffled`; chosen per field by
+    `benchmarks/codecs.py` (benchmarks/results/codecs_cpu_atomic.txt): on the noisy inputs and sparse targets
+    shuffle makes files bigger and writes slower, on smooth single-channel targets (cumsum, sort, reverse,
+    context_shift) and MIPS's 14-channel inputs it wins; levels above 1 cost up to 2x the write time for under
+    2 % of size.
+    """
+    codec = "gzip:1"
     fields = {
         "inputs": Field("float32", (T, d_input),
-                        input_doc or "data channels, then cos and sin of 2*pi*t/T", shuffle=True),
+                        input_doc or "data channels, then cos and sin of 2*pi*t/T", codec=codec, shuffle="inputs" in shuffled),
         "targets": Field("float32", (l_output, d_output),
-                         target_doc or "regression targets, aligned with the last l_output positions", shuffle=True),
+                         target_doc or "regression targets, aligned with the last l_output positions", codec=codec,
+                         shuffle="targets" in shuffled),
     }
     fields.update(extra or {})
     return Spec(fields=fields, input_kind="real", d_input=d_input, seq_len=T, target_kind="regress",

@@ -17,10 +17,11 @@ from ._rng import randint, rng_state  # also sets NUMBA_DISABLE_INTEL_SVML befor
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ._pathfinder_geom import draw_label, draw_max, undo_to  # noqa: E402
+from ._pathfinder_geom import draw_label, draw_max  # noqa: E402
 from ._pathfinder_lanczos import label_path_reference  # noqa: E402
+from ._pathfinder_occ import SHIFT, free_count, undo_to  # noqa: E402
 from ._pathfinder_snake import (  # noqa: E402
-    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
+    AA, CL, COMMIT_LAST, CONTRAST, DEG, DIST_ATTEMPTS, DIST_CONTRAST, DL, HT, KFREE, KLAB, LABEL_REF, LEN, LZ_OFF, MARK_DIST,
     MARKER_I, MARKER_R, MAX_PAIR, MIN_FREE, ND, PAD, RHO, SEED_DIST, SEED_TRIALS, SIZE, commit_pending, extend, flip,
     seed_first_dash, start_path, translate,
 )
@@ -31,7 +32,7 @@ REF_LEVEL = 0.5 / 255.0
 
 
 @njit(cache=True)
-def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng):
+def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng, dirty):
     """One attempt at the two main paths (the card's procedure, step 2). On failure occ is rolled back."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
@@ -64,25 +65,27 @@ def main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rn
             break
     if placed:
         for _ in range(ip[CL] - 1):
-            if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+            if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                 placed = False
                 break
-            if not extend(1, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+            if not extend(1, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                 placed = False
                 break
     if not placed:
-        undo_to(occ, st, log, mark)
+        undo_to(occ, st, log, mark, tabs[9], tabs[14], min(ip[PAD], size), ip[AA] * ip[AA], dirty)
         st[0] = free0
         return False
     for k in range(2):
         if k == 1 or ip[COMMIT_LAST]:
-            commit_pending(k, ps, occ, st, log, ip, tabs[8], tabs[9])
-    st[1] = 0  # the pair is final: forget its undo log
+            commit_pending(k, ps, occ, st, log, ip, tabs[8], tabs[9], tabs[14], dirty)
+    st[0] = free_count(occ, ip[KFREE])
+    st[1] = 0  # the pair is final: forget its undo log; distractors log pixels
+    st[2] = 0
     return True
 
 
 @njit(cache=True)
-def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng):
+def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng, dirty):
     """Place up to num_distractors short paths (the card's procedure, step 3). Returns how many were placed."""
     seed_tpl = tabs[11]
     size = ip[SIZE]
@@ -102,14 +105,14 @@ def distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng)
                        seed[4], seed[5], seed[6])
             ok = True
             for _ in range(ip[DL] - 1):
-                if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
+                if not extend(0, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
                     ok = False
                     break
             if not ok:
-                undo_to(occ, st, log, mark)
+                undo_to(occ, st, log, mark, tabs[9], tabs[14], min(ip[PAD], size), ip[AA] * ip[AA], dirty)
                 st[0] = free0
                 continue
-            commit_pending(0, ps, occ, st, log, ip, tabs[8], tabs[9])
+            commit_pending(0, ps, occ, st, log, ip, tabs[8], tabs[9], tabs[14], dirty)
             st[1] = 0
             dmark[placed, 0] = seed[5]  # marker at the pivot, m beyond the free end of the first dash
             dmark[placed, 1] = seed[6]
@@ -132,14 +135,18 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     nring = tables[6][mi]
     tabs = (tables[0][mi][:nring], tables[1][mi][:nring], tables[2][mi][:nring], tables[3][mi], tables[4][mi],
             tables[5][mi], np.empty(nring, dtype=np.int64), np.empty(nring, dtype=np.float64), tables[7], tables[8],
-            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi])
+            tables[9][mi], tables[10][mi], tables[11][mi], tables[12][mi], tables[14], tables[15],
+            tables[16], tables[17], tables[18], tables[19][mi])
     occ = np.zeros((size, size), dtype=np.uint8)
     pad = min(ip[PAD], size)
     for y in range(size):
         for x in range(size):
             if y < pad or y >= size - pad or x < pad or x >= size - pad:
                 occ[y, x] = full
-    st = np.zeros(2, dtype=np.int64)  # free pixel count, undo-log fill
+    st = np.zeros(3, dtype=np.int64)  # free pixel count, undo-log fill, log mode (`_pathfinder_occ`)
+    st[2] = 1  # box mode for the main pair
+    nb = (size + (1 << SHIFT) - 1) >> SHIFT
+    dirty = np.zeros((nb, nb), dtype=np.uint8)
     for y in range(size):
         for x in range(size):
             if occ[y, x] <= ip[KFREE]:
@@ -153,7 +160,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     ok = False
     while attempts < ip[MAX_PAIR] and not ok:
         attempts += 1
-        ok = main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng)
+        ok = main_pair(occ, st, log, ps, rec, nrec, origin_tips, m, ip, fp, sub, tabs, rng, dirty)
     meta[17] = attempts
     if not ok:
         meta[18] = 1
@@ -162,7 +169,7 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
     for k in range(2):
         terminal_tips[k, 0] = ps[k, 3]
         terminal_tips[k, 1] = ps[k, 4]
-    nplaced = distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng)
+    nplaced = distractors(occ, st, log, ps, drec, dnrec, dmark, m, ip, fp, sub, tabs, rng, dirty)
     origin = randint(rng, 2)
     terminal = origin if connected else 1 - origin
     # render: dash counts into img, marker counts into mk, labels into lab
@@ -180,17 +187,19 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
                 draw_label(lab, value, ip[KLAB], py, px, ang, ell, ht, sub, aa, rho)
         if ip[LABEL_REF]:  # the rule only reads the finished geometry: no random draws depend on it
             label_path_reference(lab, value, rec[k], nrec[k], ell, ht, sub, aa, ip[LZ_OFF], tables[13], REF_LEVEL)
+    dd = np.zeros((size, size), dtype=np.uint8)  # distractor dash counts: their own contrast
+    maxdd = 0
     for d in range(nplaced):
         for j in range(dnrec[d]):
-            maxd = max(maxd, draw_max(img, int(drec[d, j, 0]), int(drec[d, j, 1]), drec[d, j, 2], ell, ht, 0.0,
-                                      sub, aa, rho))
+            maxdd = max(maxdd, draw_max(dd, int(drec[d, j, 0]), int(drec[d, j, 1]), drec[d, j, 2], ell, ht, 0.0,
+                                        sub, aa, rho))
     maxm = draw_max(mk, origin_tips[origin, 0], origin_tips[origin, 1], 0.0, 0.0, 0.0, fp[MARKER_R], sub, aa, rho)
     maxm = max(maxm, draw_max(mk, terminal_tips[terminal, 0], terminal_tips[terminal, 1], 0.0, 0.0, 0.0,
                               fp[MARKER_R], sub, aa, rho))
     if ip[MARK_DIST]:
         for d in range(nplaced):
             maxm = max(maxm, draw_max(mk, dmark[d, 0], dmark[d, 1], 0.0, 0.0, 0.0, fp[MARKER_R], sub, aa, rho))
-    quantise(img, mk, maxd, maxm, full, fp[CONTRAST], fp[MARKER_I])
+    quantise(img, dd, mk, maxd, maxdd, maxm, full, fp[CONTRAST], fp[DIST_CONTRAST], fp[MARKER_I])
     meta[0] = connected
     meta[1] = origin
     meta[2] = terminal
@@ -209,6 +218,15 @@ def render_image(key, ip, fp, margins, sub, tables, img, lab, meta, rec, drec, d
 
 
 @njit(cache=True)
+def value_counts(values):
+    """(256,) int64 counts of each byte value in a 1-D uint8 array: `np.bincount` without widening to int64."""
+    counts = np.zeros(256, dtype=np.int64)
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return counts
+
+
+@njit(cache=True)
 def level(v, vmax):
     """rint(255 * clip(v / vmax, 0, 1)), round half to even."""
     if vmax <= 0.0:
@@ -217,21 +235,25 @@ def level(v, vmax):
 
 
 @njit(cache=True)
-def quantise(img, mk, maxd, maxm, full, contrast, marker_i):
-    """img = rint(255 * clip(v / max v, 0, 1)) with v = max(contrast * dash cov, marker_i * marker cov).
+def quantise(img, dd, mk, maxd, maxdd, maxm, full, contrast, dist_contrast, marker_i):
+    """img = rint(255 * clip(v / max v, 0, 1)), v = max(contrast * main-path dash cov, dist_contrast * distractor
+    dash cov, marker_i * marker cov); img holds the main-path counts on entry, dd the distractors', mk the markers'.
 
-    v / max is monotone in each count, so two lookup tables give exactly the pixel-wise formula.
+    v / max is monotone in each count, so three lookup tables give exactly the pixel-wise formula (with
+    dist_contrast == contrast this equals one table applied to the larger of the two dash counts).
     """
-    vmax = max(contrast * (maxd / full), marker_i * (maxm / full))
+    vmax = max(contrast * (maxd / full), dist_contrast * (maxdd / full), marker_i * (maxm / full))
     lut_d = np.zeros(full + 1, dtype=np.uint8)
+    lut_dd = np.zeros(full + 1, dtype=np.uint8)
     lut_m = np.zeros(full + 1, dtype=np.uint8)
     for k in range(full + 1):
         lut_d[k] = level(contrast * (k / full), vmax)
+        lut_dd[k] = level(dist_contrast * (k / full), vmax)
         lut_m[k] = level(marker_i * (k / full), vmax)
     size = img.shape[0]
     for y in range(size):
         for x in range(size):
-            a = lut_d[img[y, x]]
+            a = max(lut_d[img[y, x]], lut_dd[dd[y, x]])
             b = lut_m[mk[y, x]]
             img[y, x] = a if a > b else b
 

@@ -75,8 +75,11 @@ def _inside(p: tuple[int, int], size: int) -> bool:
 class SlowPathfinder:
     """One image at a time: `render(key)` -> (image uint8, mask uint8, metadata dict)."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, distractor_contrast: float | None = None, seedable: Any = None) -> None:
+        """seedable: (len(margin_list), 360) 0/1, the orientations a first dash may take (None: all)."""
         self.c = config
+        self.dist_contrast = config.snake_contrast if distractor_contrast is None else distractor_contrast
+        self.seedable = None if seedable is None else np.asarray(seedable)
         self.S = config.size
         self.g = _Geometry(config.size, config.aa)
         self.ell = float(config.dash_length)
@@ -88,8 +91,8 @@ class SlowPathfinder:
     def halo(self, p: tuple[int, int], theta: float) -> np.ndarray:
         return self.g.cov(p[0], p[1], theta, self.ell, self.ht, float(self.m))
 
-    def dash(self, p: tuple[int, int], theta: float) -> np.ndarray:
-        return self.c.snake_contrast * self.g.cov(p[0], p[1], theta, self.ell, self.ht, 0.0)
+    def distractor_dash(self, p: tuple[int, int], theta: float) -> np.ndarray:
+        return self.dist_contrast * self.g.cov(p[0], p[1], theta, self.ell, self.ht, 0.0)
 
     def disk(self, p: tuple[int, int]) -> np.ndarray:
         return self.c.marker_intensity * self.g.cov(p[0], p[1], 0.0, 0.0, 0.0, self.c.marker_radius)
@@ -156,6 +159,8 @@ class SlowPathfinder:
         """(tail, theta, head, pivot); None if A is empty; False if every trial left the image."""
         for _ in range(self.c.seed_trials):
             deg = randint(self.rng, 360) - 180
+            if self.seedable is not None and not self.seedable[self.c.margin_list.index(self.m), deg + 180]:
+                return None  # the reference's dilation leaves no tail at this orientation
             theta = deg * DEG
             tail = self.sample_tail(M, band, self.footprint(theta))
             if tail is None:
@@ -280,7 +285,7 @@ class SlowPathfinder:
                 if not first:
                     continue
                 tail, theta, head, pivot = first
-                img2 = np.maximum(img2, self.dash(tail, theta))
+                img2 = np.maximum(img2, self.distractor_dash(tail, theta))
                 if c.mark_distractors:
                     img2 = np.maximum(img2, self.disk(pivot))
                 path = dict(pivot=pivot, theta=theta, tip=head, pending=self.halo(tail, theta), dashes=[])
@@ -288,7 +293,7 @@ class SlowPathfinder:
                     M2 = self.extend(path, M2)
                     if M2 is None:
                         break
-                    img2 = np.maximum(img2, self.dash(*path["dashes"][-1]))
+                    img2 = np.maximum(img2, self.distractor_dash(*path["dashes"][-1]))
                 if M2 is None:
                     continue
                 image, M = img2, np.maximum(M2, path["pending"])

@@ -15,7 +15,8 @@ Halo coverage comes from the per-config templates of `_pathfinder_tables`, one p
 Path state `ps[k]`: 0-1 pivot (y, x), 2 orientation, 3-4 tip (y, x), 5-7 pending dash (tail y, tail x, angle),
 8 the pending dash's template id. Dash records `rec[k, j]`: tail y, tail x, angle, pivot y, pivot x.
 `tabs` (per image, for its margin): ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl,
-seed_tpl, zone runs, zone run counts.
+seed_tpl, zone runs, zone run counts, template row spans, candidate tables (start, offsets, weights), the spans
+of counts that can fail the overlap test.
 """
 
 from __future__ import annotations  # noqa: I001  (the _rng import below must precede numba)
@@ -27,65 +28,44 @@ from ._rng import randint, uniform  # also sets NUMBA_DISABLE_INTEL_SVML before 
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from ._pathfinder_geom import commit_template, template_fits  # noqa: E402
+from ._pathfinder_occ import commit_template, dilate_count, region_clean, template_fits  # noqa: E402
+from ._pathfinder_tables import turn_weight  # noqa: E402
 
 # int parameters (ip)
 SIZE, AA, PAD, SEED_DIST, CL, DL, ND, SEED_TRIALS, DASH_TRIALS, DIST_ATTEMPTS, MAX_PAIR, KFREE, KOVER, KLAB, \
     MARK_DIST, COMMIT_LAST, REJECT_TRIES, LABEL_REF, LZ_OFF = range(19)
 # float parameters (fp)
-LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO = range(8)
+LEN, HT, CONT, MARKER_R, CONTRAST, MARKER_I, MIN_FREE, RHO, DIST_CONTRAST = range(9)
 
-HALF_PI = math.pi / 2.0
-TWO_PI = 2.0 * math.pi
 DEG = math.pi / 180.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def flip(theta):
     return theta + math.pi if theta < 0.0 else theta - math.pi
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def translate(py, px, theta, d):
     """The reference's integer bookkeeping step: ceil of the real end point."""
     return int(math.ceil(py + d * math.sin(theta))), int(math.ceil(px + d * math.cos(theta)))
 
 
-@njit(cache=True)
-def dilate_count(occ, qy, qx, m, hw, full):
-    """Grey dilation of occ over the disk {o : |o|^2 <= m^2} at one point; out-of-image offsets ignored."""
-    size = occ.shape[0]
-    best = 0
-    for dy in range(-m, m + 1):
-        y = qy + dy
-        if y < 0 or y >= size:
-            continue
-        w = hw[abs(dy)]
-        for x in range(max(qx - w, 0), min(qx + w, size - 1) + 1):
-            v = occ[y, x]
-            if v > best:
-                best = v
-                if best >= full:
-                    return best
-    return best
-
-
-@njit(cache=True)
-def commit_pending(k, ps, occ, st, log, ip, pool, meta):
+@njit(cache=True, inline='always')
+def commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty):
     """M <- max(M, pending mask of path k)."""
-    commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta[int(ps[k, 8])])
+    commit_template(occ, st, ip[KFREE], log, int(ps[k, 5]), int(ps[k, 6]), pool, meta, int(ps[k, 8]), spans, dirty)
 
 
 @njit(cache=True)
-def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
-    """Grow path k by one dash (an extension, as the card's step 2 describes it). Returns False on failure (nothing committed then)."""
-    ring_y, ring_x, order, atan_tab, r1, hw, cand, score, pool, meta, ring_tpl = tabs[:11]
+def ring_scores(py, px, th, occ, m, ip, fp, tabs, dirty):
+    """Score every candidate on the ring around pivot (py, px): cand/score in tabs[6:8]; returns (count, total).
+
+    The general path, point by point; `table_scores` gives the same numbers from the per-heading tables.
+    """
+    ring_y, ring_x, order, atan_tab, r1, hw, cand, score = tabs[:8]
     size = ip[SIZE]
     full = ip[AA] * ip[AA]
-    ell = fp[LEN]
-    cont = fp[CONT]
-    th = ps[k, 2]
-    py, px = translate(ps[k, 0], ps[k, 1], th, ell + 2.0 * m)
     # candidate points on the ring, truncated, de-duplicated, in (y, x) order
     nc = 0
     in_order = True
@@ -110,25 +90,70 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
                 cand[n2] = cand[t]
                 n2 += 1
         nc = n2
-    if nc == 0:
-        return False
     total = 0.0
+    pad = min(ip[PAD], size)
     for t in range(nc):
         qy = cand[t] // size
         qx = cand[t] % size
-        beta = atan_tab[qy - py + r1, qx - px + r1]
-        dd = abs(beta - th)
-        delta = min(dd, TWO_PI - dd)
-        turn = cont * delta
-        if turn >= HALF_PI:  # cos^2(pi/2): zero probability for turns beyond 90 deg / continuity
+        w = turn_weight(atan_tab[qy - py + r1, qx - px + r1], th, fp[CONT])
+        if w == 0.0:
             score[t] = 0.0
             continue
-        w = math.cos(turn)
-        w = w * w
-        dm = dilate_count(occ, qy, qx, m, hw, full)
+        dm = dilate_count(occ, qy, qx, m, hw, full, pad, dirty)
         sc = (1.0 - dm / full) * w
         score[t] = sc
         total += sc
+    return nc, total
+
+
+@njit(cache=True, inline='always')
+def table_scores(py, px, tid, occ, m, ip, tabs, dirty):
+    """`ring_scores` from the candidate tables of the pending dash's template `tid`: only the candidates with a
+    non-zero turn weight, in the same (y, x) order, so the total and every pick are the same."""
+    hw, cand, score = tabs[5], tabs[6], tabs[7]
+    cstart, coff, cw = tabs[15], tabs[16], tabs[17]
+    size = ip[SIZE]
+    full = ip[AA] * ip[AA]
+    pad = min(ip[PAD], size)
+    lo, hi = cstart[tid], cstart[tid + 1]
+    nc = 0
+    total = 0.0
+    reach = tabs[4] + m  # r1 bounds every candidate offset (see _pathfinder_tables)
+    if region_clean(dirty, py, px, reach, size, pad):  # every disk is clean, inside the border: dm = 0 throughout
+        for e in range(lo, hi):
+            cand[nc] = (py + coff[e, 0]) * size + px + coff[e, 1]
+            score[nc] = cw[e]  # (1 - 0 / full) * w == w exactly
+            total += cw[e]
+            nc += 1
+        return nc, total
+    for e in range(lo, hi):
+        qy = py + coff[e, 0]
+        qx = px + coff[e, 1]
+        if qy < 0 or qy >= size or qx < 0 or qx >= size:
+            continue
+        dm = dilate_count(occ, qy, qx, m, hw, full, pad, dirty)
+        sc = cw[e] if dm == 0 else (1.0 - dm / full) * cw[e]
+        cand[nc] = qy * size + qx
+        score[nc] = sc
+        total += sc
+        nc += 1
+    return nc, total
+
+
+@njit(cache=True, inline='always')
+def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng, dirty):
+    """Grow path k by one dash (an extension, as the card's step 2 describes it). Returns False on failure (nothing committed then)."""
+    atan_tab, r1, cand, score, pool, meta, ring_tpl = tabs[3], tabs[4], tabs[6], tabs[7], tabs[8], tabs[9], tabs[10]
+    spans = tabs[14]
+    size = ip[SIZE]
+    th = ps[k, 2]
+    py, px = translate(ps[k, 0], ps[k, 1], th, fp[LEN] + 2.0 * m)
+    if tabs[15].shape[0] > 0:
+        nc, total = table_scores(py, px, int(ps[k, 8]), occ, m, ip, tabs, dirty)
+    else:
+        nc, total = ring_scores(py, px, th, occ, m, ip, fp, tabs, dirty)
+    if nc == 0:
+        return False
     if total < 1e-4:
         return False
     rejected = -1
@@ -149,10 +174,10 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
         beta = atan_tab[qy - py + r1, qx - px + r1]
         ang = flip(beta)
         tid = ring_tpl[qy - py + r1, qx - px + r1]  # every candidate offset has one (see _pathfinder_tables)
-        if not template_fits(occ, ip[KOVER], full, qy, qx, pool, meta[tid]):
+        if not template_fits(occ, ip[KOVER], qy, qx, pool, meta[tid], tabs[18]):
             rejected = pick
             continue
-        commit_pending(k, ps, occ, st, log, ip, pool, meta)
+        commit_pending(k, ps, occ, st, log, ip, pool, meta, spans, dirty)
         ps[k, 0] = py
         ps[k, 1] = px
         ps[k, 2] = beta
@@ -173,7 +198,7 @@ def extend(k, ps, rec, nrec, occ, st, log, m, ip, fp, tabs, rng):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def tail_available(occ, kfree, band, py, px, zone, nz):
     """Is p in A: every in-image pixel of p + F_theta free in B (= occ with a `band`-wide frame set to 1)?
 
@@ -231,7 +256,7 @@ def sample_tail(occ, kfree, band, pad, zone, nz, tries, rng, out):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def start_path(k, ps, rec, nrec, ty, tx, theta, tid, hy, hx, vy, vx):
     """Record a first dash R(tail, theta): pivot m behind the tail, tip = head, pending = this dash."""
     ps[k, 0] = vy
@@ -255,14 +280,17 @@ def start_path(k, ps, rec, nrec, ty, tx, theta, tid, hy, hx, vy, vx):
 def seed_first_dash(occ, kfree, band, m, ip, fp, tabs, rng, out):
     """Up to seed_trials trials of (theta, tail); out = (ty, tx, theta_deg, hy, hx, vy, vx).
 
-    Returns 1 on success, 0 if every trial left the image, -1 if A was empty (the attempt fails).
+    Returns 1 on success, 0 if every trial left the image, -1 if A was empty or the orientation cannot seed
+    (tabs[19][deg + 180] == 0, `_pathfinder_tables.seedable_orientations`; the attempt fails).
     """
-    runs, nruns = tabs[12], tabs[13]
+    runs, nruns, seedable = tabs[12], tabs[13], tabs[19]
     size = ip[SIZE]
     ell = fp[LEN]
     tail = np.empty(2, dtype=np.int64)
     for _ in range(ip[SEED_TRIALS]):
         deg = randint(rng, 360) - 180
+        if seedable[deg + 180] == 0:
+            return -1
         if not sample_tail(occ, kfree, band, ip[PAD], runs[deg + 180], nruns[deg + 180], ip[REJECT_TRIES], rng,
                            tail):
             return -1

@@ -87,7 +87,7 @@ class ContextShift(Task[ContextShiftConfig]):
 
     def spec(self, config: ContextShiftConfig):
         extra = {"shift": Field("int32", (), "the shift s in {0 .. L-3}", codec="none")}
-        return atomic_spec(config.L, 3, config.L, 1, extra=extra)
+        return atomic_spec(config.L, 3, config.L, 1, extra=extra, shuffled=("targets",))
 
     def generate(self, config: ContextShiftConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

@@ -79,7 +79,7 @@ class Cumsum(Task[CumsumConfig]):
     paper_family = atomic_paper_family
 
     def spec(self, config: CumsumConfig):
-        return atomic_spec(config.L, 3, config.L, 1)
+        return atomic_spec(config.L, 3, config.L, 1, shuffled=("targets",))
 
     def generate(self, config: CumsumConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

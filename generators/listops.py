@@ -59,6 +59,7 @@ class ListOps(Task[ListOpsConfig]):
     """Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"""
 
     name: ClassVar[str] = "listops"
+    hf_task_category: ClassVar[str] = "text-classification"
     version: ClassVar[str] = "1"
     Config: ClassVar[type] = ListOpsConfig
     presets: ClassVar[dict[str, ListOpsConfig]] = {"lra": ListOpsConfig()}

@@ -62,6 +62,7 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     """Tag every closing bracket of a long ListOps expression with the value of the subexpression it closes"""
 
     name: ClassVar[str] = "listops_subtrees"
+    hf_task_category: ClassVar[str] = "token-classification"
     version: ClassVar[str] = "1"
     Config: ClassVar[type] = ListOpsSubtreesConfig
     presets: ClassVar[dict[str, ListOpsSubtreesConfig]] = {

@@ -209,7 +209,7 @@ class Mips(Task[MipsConfig]):
     def spec(self, config: MipsConfig):
         D = config.D
         return atomic_spec(config.L, 3 * D + 2, config.L, D, causal=config.causal,
-                           input_doc="query (D), key (D), value (D) unit vectors, cos, sin")
+                           input_doc="query (D), key (D), value (D) unit vectors, cos, sin", shuffled=("inputs",))
 
     def generate(self, config: MipsConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

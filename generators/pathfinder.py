@@ -215,13 +215,18 @@ def _count_thresholds(config: PathfinderConfig) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=16)
-def kernel_params(config: PathfinderConfig) -> tuple:
+def kernel_params(config: PathfinderConfig, distractor_contrast: float | None = None,
+                  seed_rule: bool = False) -> tuple:
     """(ip, fp, margins, sub, tables) for the Numba kernels; tables: `_pathfinder_tables.build_tables` plus the
-    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`)."""
+    prefix sums of the Lanczos taps (`_pathfinder_lanczos.interior_taps`), then the template row spans and the
+    candidate tables (`_pathfinder_tables.candidate_tables`), the spans of the template counts that can fail the
+    overlap test (>= kover - aa^2), and the orientations a first dash may take per margin (all of them; with
+    `seed_rule`, `_pathfinder_tables.seedable_orientations`). Distractor dashes are drawn at `distractor_contrast`
+    (None: `config.snake_contrast`). `pathfinder_lra` sets both."""
     from . import _pathfinder_geom as geom
     from . import _pathfinder_snake as sn
     from ._pathfinder_lanczos import interior_taps
-    from ._pathfinder_tables import build_tables
+    from ._pathfinder_tables import build_tables, seedable_orientations, template_spans
 
     kfree, kover, klab = _count_thresholds(config)
     off, taps = interior_taps(config.aa)
@@ -236,16 +241,28 @@ def kernel_params(config: PathfinderConfig) -> tuple:
                        (sn.COMMIT_LAST, int(config.commit_last_dash_of_path0)), (sn.REJECT_TRIES, REJECT_TRIES),
                        (sn.LABEL_REF, int(config.label_rule == "reference")), (sn.LZ_OFF, off)):
         ip[idx] = value
-    fp = np.zeros(8, dtype=np.float64)
+    fp = np.zeros(9, dtype=np.float64)
     for idx, value in ((sn.LEN, config.dash_length), (sn.HT, config.dash_thickness / 2.0),
                        (sn.CONT, config.continuity), (sn.MARKER_R, config.marker_radius),
                        (sn.CONTRAST, config.snake_contrast), (sn.MARKER_I, config.marker_intensity),
-                       (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa))):
+                       (sn.MIN_FREE, config.min_free_fraction), (sn.RHO, geom.max_subsample_distance(config.aa)),
+                       (sn.DIST_CONTRAST, config.snake_contrast if distractor_contrast is None
+                        else distractor_contrast)):
         fp[idx] = value
     margins = np.array(config.margin_list, dtype=np.int64)
-    tables = build_tables(config.dash_length, config.dash_thickness / 2.0, config.margin_list, config.aa)
+    *tables, spans, cstart, coff, cw = build_tables(config.dash_length, config.dash_thickness / 2.0,
+                                                    config.margin_list, config.aa, config.continuity)
     cum = np.concatenate([[0.0], np.cumsum(taps)])  # prefix sums of the Lanczos taps (tables[13])
-    return ip, fp, margins, geom.subsample_offsets(config.aa), (*tables, cum)
+    full = config.aa * config.aa
+    rows = tables[8].copy()
+    strong = template_spans(tables[7], rows, max(kover - full, 0))
+    assert np.array_equal(rows, tables[8])  # the same row layout as `spans`
+    seedable = np.ones((len(config.margin_list), 360), dtype=np.int64)  # tables[19]
+    if seed_rule:
+        seedable = np.stack([seedable_orientations(config.dash_length, config.dash_thickness, m, config.aa)
+                             for m in config.margin_list])
+    return (ip, fp, margins, geom.subsample_offsets(config.aa),
+            (*tables, cum, spans, cstart, coff, cw, strong, seedable))
 
 
 META_FIELDS = ("label", "origin_index", "terminal_index", "tips", "marker_centres", "margin", "n_distractors",
@@ -327,20 +344,16 @@ class Pathfinder(Task[PathfinderConfig]):
         >>> p.size, p.seed_distance, p.marker_radius, p.dash_length, p.dash_thickness, p.margin_list
         (200, 21, 3.281, 6.25, 1.562, (3,))
         """
-        r = size / config.size
-        margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
-        return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
-                                   marker_radius=round(config.marker_radius * r, 3),
-                                   dash_length=round(config.dash_length * r, 3),
-                                   dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins)
+        return scale_lengths(config, size)
 
     def oracle(self, config: PathfinderConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Recompute what the stored fields determine, in plain NumPy.
 
         Which dashes form the main paths is not stored, so the mask itself cannot be redrawn from the image.
         The oracle derives: `label` (1 iff class 2 occurs in the mask), `terminal_index` (from `label` and
-        `origin_index`), `marker_centres` (the marked ends in `tips`) and `targets` with every label on a black
-        pixel cleared (so it equals the stored mask iff every labelled pixel is bright in the image).
+        `origin_index`), `marker_centres` (the marked ends in `tips`) and, under the coverage label rule, `targets`
+        with every label on a black pixel cleared (so it equals the stored mask iff every labelled pixel is bright
+        in the image; reference-rule masks label pixels beside the dashes too, so there it is not derived).
         """
         inputs = np.asarray(sample["inputs"])
         targets = np.asarray(sample["targets"])
@@ -349,15 +362,23 @@ class Pathfinder(Task[PathfinderConfig]):
         label = int((targets == 2).any())
         terminal = origin if label else 1 - origin
         centres = np.stack([tips[origin, 0], tips[terminal, 1]]).astype(np.int16)
-        return {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres,
-                "targets": np.where(inputs > 0, targets, 0).astype(np.uint8)}
+        out = {"label": np.uint8(label), "terminal_index": np.uint8(terminal), "marker_centres": centres}
+        if config.label_rule != "reference":  # reference masks also label the faint ring the Lanczos resize
+            out["targets"] = np.where(inputs > 0, targets, 0).astype(np.uint8)  # leaves around dashes, black or not
+        return out
 
     def statistics(self, config: PathfinderConfig, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts."""
+        """Summable counts: class pixels, connected labels, distractors placed, margins, main-pair attempts.
+
+        Class pixels are counted in one pass over the uint8 masks, with no temporary (no widening to int64).
+        """
+        from ._pathfinder_kernel import value_counts
+
         nd = np.asarray(block["n_distractors"]).astype(np.int64)
         margins = np.asarray(block["margin"]).astype(np.int64)
+        masks = np.ascontiguousarray(block["targets"], dtype=np.uint8).reshape(-1)
         return {
-            "class_pixels": np.bincount(np.asarray(block["targets"]).reshape(-1), minlength=3)[:3].astype(np.int64),
+            "class_pixels": value_counts(masks)[:3],
             "connected": np.bincount(np.asarray(block["label"]).astype(np.int64), minlength=2)[:2],
             "n_distractors": np.bincount(nd, minlength=config.num_distractors + 1)[:config.num_distractors + 1],
             "margin": np.array([(margins == m).sum() for m in config.margin_list], dtype=np.int64),
@@ -372,10 +393,24 @@ class Pathfinder(Task[PathfinderConfig]):
         return statistics_markdown(config, stats, preset)
 
 
-def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True
+def scale_lengths(config: Any, size: int, **extra: Any) -> Any:
+    """`config` (a `pathfinder` or `pathfinder_lra` config) at image side `size`, every length scaled by
+    size / config.size: seed distance rounded and margins rounded down (both at least 1), circle radius, dash
+    length and width to 0.001; `extra` fields replaced as given."""
+    r = size / config.size
+    margins = tuple(dict.fromkeys(max(1, int(m * r)) for m in config.margin_list))
+    return dataclasses.replace(config, size=size, seed_distance=max(1, round(config.seed_distance * r)),
+                               marker_radius=round(config.marker_radius * r, 3),
+                               dash_length=round(config.dash_length * r, 3),
+                               dash_thickness=round(config.dash_thickness * r, 3), margin_list=margins, **extra)
+
+
+def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry: bool = True,
+                           distractor_contrast: float | None = None, seed_rule: bool = False
                            ) -> dict[str, np.ndarray]:
     """`Pathfinder.generate`, plus each image's dash geometry when `geometry` is true (tests, figures).
 
+    `distractor_contrast` and `seed_rule`: see `kernel_params` (`pathfinder_lra`'s settings).
     Geometry fields: `main_dashes` (n, 2, contour_length, 5) and `distractor_dashes` (n, num_distractors,
     distractor_length, 5) as (tail y, tail x, angle, pivot y, pivot x) per dash (rows past `n_distractors` are
     unused), and `distractor_markers` (n, num_distractors, 2).
@@ -393,7 +428,7 @@ def generate_with_geometry(config: PathfinderConfig, keys: np.ndarray, geometry:
     rows = n if geometry else 0
     geo = (np.zeros((rows, 2, config.contour_length, 5)), np.zeros((rows, nd, dl, 5)),
            np.zeros((rows, nd), dtype=np.int64), np.zeros((rows, nd, 2), dtype=np.int64))
-    ip, fp, margins, sub, tables = kernel_params(config)
+    ip, fp, margins, sub, tables = kernel_params(config, distractor_contrast, seed_rule)
     if n:
         with numba.parallel_chunksize(1):  # per-image cost is heavy-tailed: hand out images one at a time
             fill_batch(keys, ip, fp, margins, sub, tables, images, labels, meta, *geo)

@@ -74,7 +74,7 @@ class Reverse(Task[ReverseConfig]):
     paper_family = atomic_paper_family
 
     def spec(self, config: ReverseConfig):
-        return atomic_spec(2 * config.L, 3, config.L, 1)
+        return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
     def generate(self, config: ReverseConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

@@ -77,7 +77,7 @@ class Sort(Task[SortConfig]):
     paper_family = atomic_paper_family
 
     def spec(self, config: SortConfig):
-        return atomic_spec(2 * config.L, 3, config.L, 1)
+        return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
     def generate(self, config: SortConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)

@@ -7,7 +7,6 @@ Overrides never mutate a config; each step builds a new frozen instance with `da
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import tomllib
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .plain import did_you_mean
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -129,8 +129,7 @@ def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
     changes = {}
     for key, raw in overrides.items():
         if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            hint = did_you_mean(key, names) or f"; known keys: {', '.join(names)}"
             raise ConfigError(key, f"unknown config key for {type(config).__name__}{hint}")
         changes[key] = parse_value(raw, typing.get_type_hints(type(config)).get(key, str), key)
     try:

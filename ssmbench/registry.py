@@ -13,29 +13,65 @@ from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from .errors import SsmbenchError, UnknownNameError
+from .errors import ConfigError, SsmbenchError, UnknownNameError
+from .plain import did_you_mean
 
 T = TypeVar("T")
 
 
 def import_string(target: str) -> object:
-    """Import "package.module:attr" and return the attribute."""
+    """Import "package.module:attr" and return the attribute. The module is looked up as `python -m` would: on the
+    Python path, then in the working folder (so `--model mypkg.mixers:MyMixer` works from the folder holding
+    `mypkg/`); a misspelt module or attribute is a ConfigError (exit 2) with a did-you-mean."""
+    import os
+    import sys
+
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise SsmbenchError(f"not an import string: {target!r} (expected 'module:attr')")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        missing = exc.name or module_name
+        if not module_name.startswith(missing.split(".")[0]) or here in sys.path:
+            raise _not_importable(target, module_name, exc) from None
+        sys.path.insert(0, here)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as again:
+            sys.path.remove(here)
+            raise _not_importable(target, module_name, again) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise SsmbenchError(f"module {module_name!r} has no attribute {attr!r}") from None
+        public = [n for n in dir(module) if not n.startswith("_")]
+        raise ConfigError(target, f"module {module_name!r} has no attribute {attr!r}{did_you_mean(attr, public)}") \
+            from None
+
+
+def _not_importable(target: str, module_name: str, exc: ModuleNotFoundError) -> ConfigError:
+    """One line for a module that cannot be found, with the closest module name that exists."""
+    import pkgutil
+
+    parent, _, leaf = module_name.rpartition(".")
+    try:
+        where = importlib.import_module(parent).__path__ if parent else None
+        names = [m.name for m in pkgutil.iter_modules(where)]
+    except (ImportError, AttributeError):
+        names, leaf = [], module_name
+    close = did_you_mean(leaf, names, "'" + (parent + "." if parent else "") + "{}'")
+    return ConfigError(target, f"cannot import {module_name!r} ({exc}){close}",
+                       "modules are looked up on the Python path and in the working folder")
 
 
 class Registry(Generic[T]):
     """Names -> lazily imported plug-ins of one kind ("task", "model", "evaluator")."""
 
     def __init__(self, kind: str, builtin_table: str, group: str, alias: dict[str, str] | None = None,
-                 check: Callable[[str, T], None] | None = None) -> None:
+                 check: Callable[[str, T], None] | None = None, prepare: Callable[[], None] | None = None) -> None:
         self.kind = kind
+        self._prepare = prepare  # run once, before the first plug-in of this kind is imported
         self._check = check  # (name, loaded object) -> None, raises on a malformed plug-in
         self._builtin_table = builtin_table  # "ssmbench.generators:BUILTIN"
         self._group = group
@@ -79,6 +115,9 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The plug-in object for a registered name or a literal "module:attr" string."""
+        if self._prepare is not None:
+            self._prepare()
+            self._prepare = None
         if ":" in name and name not in self._load_table():
             obj = import_string(name)
             if self._check is not None:
@@ -114,9 +153,22 @@ def check_task_class(name: str, cls: object) -> None:
                             f"private with a leading underscore")
 
 
+def disable_svml() -> None:
+    """Make Numba compile without Intel SVML in this process (if not imported yet) and in every child, so the same
+    config gives the same bytes on every CPU: run before the first task module loads Numba (`tasks.get`), and in
+    build workers."""
+    import os
+    import sys
+
+    os.environ["NUMBA_DISABLE_INTEL_SVML"] = "1"
+    config = sys.modules.get("numba.core.config")
+    if getattr(config, "DISABLE_INTEL_SVML", None) is not None:
+        config.DISABLE_INTEL_SVML = 1  # type: ignore[union-attr]
+
+
 tasks: Registry = Registry("task", "ssmbench.generators:BUILTIN", "ssmbench.tasks",
                            alias={"masked_select": "select", "masked_select_fixed": "select_fixed"},
-                           check=check_task_class)
+                           check=check_task_class, prepare=disable_svml)
 models: Registry = Registry("model", "ssmbench.reference_models:BUILTIN", "ssmbench.models")
 evaluators: Registry = Registry("evaluator", "ssmbench.evaluators:BUILTIN", "ssmbench.evaluators")
 

@@ -42,6 +42,7 @@ TINY: dict[str, dict] = {
     "listops": {"min_length": 40, "max_length": 120, "max_depth": 6, "max_args": 5, "pad_to": 128},
     "pathfinder": {"size": 32, "seed_distance": 6, "marker_radius": 1.5, "contour_length": 4, "dash_length": 4.0,
                    "dash_thickness": 1.5, "margin_list": (1,), "distractor_length": 2, "num_distractors": 2},
+    "pathfinder_lra": {"contour_length": 6, "distractor_length": 2, "num_distractors": 3},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]

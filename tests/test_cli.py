@@ -21,7 +21,7 @@ def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subproc
     exe = Path(sys.executable).with_name("ssmbench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from ssmbench.cli import main; main()"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})}, timeout=300)
+                          env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})}, timeout=900)
 
 
 @pytest.mark.parametrize("command", [[], *[[name] for name in cli.commands]])

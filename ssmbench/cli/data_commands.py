@@ -12,14 +12,15 @@ from ..errors import SsmbenchError
 from .app import cli, emit
 
 
-@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls models\n  ssmbench ls presets\n"
+@cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls groups\n  ssmbench ls models\n  ssmbench ls presets\n"
                           "  ssmbench ls datasets")
-@click.argument("kind", type=click.Choice(["tasks", "models", "evaluators", "presets", "datasets"]), default="tasks")
+@click.argument("kind", type=click.Choice(["tasks", "groups", "models", "evaluators", "presets", "datasets",
+                                          "catalog"]), default="tasks")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Also list this catalogue JSON file (repeatable; $SSMBENCH_CATALOG is always read).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
-    """List registered tasks, models, evaluators or training presets, or the download catalogue."""
+    """List registered tasks, task groups, models, evaluators or training presets, or the download catalogue."""
     from .. import registry
 
     if kind == "presets":
@@ -27,6 +28,8 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
 
         click.echo(list_presets_text(as_json))
         return
+    if kind == "catalog" or (kind == "tasks" and catalogs):  # `ls --catalog FILE` lists the catalogue too
+        kind = "datasets"
     if kind == "datasets":
         from ..data.catalog import catalog_table, load_catalog
 
@@ -34,6 +37,10 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
         click.echo(json.dumps({k: catalog[k].to_json() for k in catalog}, sort_keys=True) if as_json
                    else catalog_table(catalog))
         return
+    if kind == "groups":  # `ssmbench eval --task GROUP`: declared by the tasks (Task.groups)
+        from ..harness.suites import task_groups
+
+        items = {name: ", ".join(members) for name, members in task_groups().items()}
     else:
         items = getattr(registry, kind).summaries()
     if as_json:
@@ -97,10 +104,9 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.jobs import BuildInterrupted, disable_svml, interrupts
+    from ..data.jobs import BuildInterrupted, interrupts
     from ..data.space import DiskFullError, exit_now
 
-    disable_svml()  # before the task modules load Numba
     with interrupts():
         try:
             _generate(ctx, task, length, size, preset, n, split, seed, out, workers, config_file, overrides,
@@ -173,19 +179,28 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
                         f"{result.shards_skipped} already done")
 
 
-@cli.command("verify", epilog="Exit code 3 when anything disagrees with the manifest.\n\nExamples:\n\n\b\n"
-                              "  ssmbench verify data/shift-4096\n  ssmbench verify data/shift-4096 --deep")
+@cli.command("verify", epilog="Exit code 3 when anything disagrees with the manifest (or, with --catalog, the "
+                              "catalogue).\n\nExamples:\n\n\b\n  ssmbench verify data/shift-4096\n"
+                              "  ssmbench verify data/shift-4096 --deep\n  ssmbench verify data/shift-4096 --catalog")
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--deep", is_flag=True, help="Decode every chunk, recompute content hashes, run the task's oracle.")
 @click.option("--regenerate", type=int, help="Regenerate K samples and compare bytes [default: 8 with --deep].")
+@click.option("--catalog", "catalog", is_flag=False, flag_value="", default=None, metavar="[FILE]",
+              help="Also check every shard against the folder's catalogue entry (the built-in catalogue, "
+                   "$SSMBENCH_CATALOG and FILE when given).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool) -> None:
+def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str | None, as_json: bool) -> None:
     """Check a dataset folder's files, checksums and structure against its manifest."""
     from ..data.verify import raise_for, verify_dataset
 
     report = verify_dataset(path, deep=deep, regenerate=regenerate)
+    against = None
+    if catalog is not None and report.ok:
+        from ..data.get import verify_catalog
+
+        against = verify_catalog(path, catalog or None)
     if as_json:
-        click.echo(json.dumps(report.to_json(), sort_keys=True))
+        click.echo(json.dumps({**report.to_json(), **({"catalog": against} if against else {})}, sort_keys=True))
     else:
         for problem in report.problems:
             click.echo(f"FAIL {problem}")
@@ -193,6 +208,9 @@ def verify_command(path: str, deep: bool, regenerate: int | None, as_json: bool)
             click.echo(f"OK {path}: {report.checked_files} files" +
                        (f", {report.checked_samples} samples decoded, {report.oracle_rows} oracle rows, "
                         f"{report.regenerated} regenerated" if deep or report.regenerated else ""))
+        if against:
+            click.echo(f"OK {against['checked_shards']} shard(s) match catalogue entry {against['entry']!r} "
+                       f"({against['catalog']})" + "".join(f"\nnote: {n}" for n in against["notes"]))
         if report.absent:
             splits = sorted({p.split("/")[0] for p in report.absent})
             click.echo(f"ABSENT {len(report.absent)} shard(s) not downloaded (split(s) {', '.join(splits)}); "

@@ -40,6 +40,12 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
     if workers < 1 or retries < 0:
         raise click.UsageError("--workers must be >= 1 and --retries >= 0")
     target = source if looks_like_url(source) else find_entry(source, list(catalogs))
+    if not isinstance(target, str) and not target.sources:  # a catalogue entry that is rebuilt, not hosted
+        if dry_run or splits or include:
+            raise click.UsageError(f"{source} has no mirror: it is rebuilt whole (`ssmbench get {source}`), so "
+                                   "--dry-run, --split and --include do not apply")
+        _get(source, to, list(catalogs), None, quiet, as_json)
+        return
     result = download_dataset(target, to=to, splits=list(splits) or None, include=list(include) or None,
                               dry_run=dry_run, workers=workers, retries=retries, timeout=timeout,
                               progress=not quiet, verify=not no_verify)
@@ -53,6 +59,36 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
         human = (f"{result.path}: complete; {result.fetched_files} file(s) fetched "
                  f"({human_bytes(result.fetched_bytes)}), {result.present_files} already present{absent}")
     emit(result.to_json(), as_json, human)
+
+
+@cli.command("get", epilog="Exit code 3 when a shard differs from the catalogue (nothing is moved into place; "
+             "the message names the shard, the field and this machine's library versions and CPU).\n\nExamples:"
+             "\n\n\b\n  ssmbench ls datasets                       # the entries, with size and build time\n"
+             "  ssmbench get shift-4096 --to data/\n  ssmbench get pathfinder-128-reference --workers 4")
+@click.argument("name")
+@click.option("--to", "to", type=click.Path(file_okay=False), help="Data root; the dataset lands in TO/NAME. "
+              "[default: $SSMBENCH_DATA or ./data]")
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
+              help="Catalogue JSON file (repeatable; the built-in one and $SSMBENCH_CATALOG are always read).")
+@click.option("--workers", type=int, help="Worker processes for a rebuild [default: the entry's].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: int | None, quiet: bool,
+                as_json: bool) -> None:
+    """Get a catalogue dataset: from its mirror if it has one, else rebuilt here; every shard checked."""
+    if workers is not None and workers < 1:
+        raise click.UsageError("--workers must be >= 1")
+    _get(name, to, list(catalogs), workers, quiet, as_json)
+
+
+def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, quiet: bool, as_json: bool) -> None:
+    from ..data.get import get_dataset
+
+    result = get_dataset(name, to, catalog=catalogs, workers=workers, quiet=quiet)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    how = {"present": "already present", "downloaded": "downloaded", "built": "rebuilt here"}[result.how]
+    emit(result.to_json(), as_json, f"{result.path}: {how}; {len(result.checked)} shard(s) match the catalogue")
 
 
 @cli.command("repack", epilog="Content hashes (and content_digest) stay the same; the new manifest records "

@@ -32,6 +32,7 @@ Examples:
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --length 1024   # length generalisation
   ssmbench eval --evaluator score_only --model dlr --task cumsum   # the untrained model's scores
   ssmbench eval --resume runs/RUN [-o train.steps=4000]
+  ssmbench eval --model dlr --task cumsum --seeds 0,1,2 --log-samples   # three seeds; per-sample predictions
 
 \b
 Override keys (-o, repeatable): model.<key> (d_model, n_layers, d_state, ... and the mixer's own arguments),
@@ -55,6 +56,8 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
               help="TOML or JSON file of -o keys (applied after the preset).")
 @click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key (repeatable).")
 @click.option("--seed", type=int, default=0, help="Training seed (the data seed is -o data.seed).")
+@click.option("--seeds", help="Several training seeds, e.g. 0,1,2: one run each (a suite); `compare` shows "
+              "mean ± std.")
 @click.option("--device", default=None, help="auto, cpu, cuda or cuda:i [default: auto].")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
               help="fp32 (the paper) or mixed precision; SSM mixers stay float32 [default: fp32].")
@@ -69,31 +72,39 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
 @click.option("--split", default=None, type=click.Choice(["val", "test"]),
               help="Split scored by score_only / --checkpoint [default: test].")
 @click.option("--logger", type=click.Choice(["tensorboard", "wandb"]), help="Also log to TensorBoard or W&B.")
+@click.option("--log-samples", is_flag=True, help="Also write the test split's per-sample predictions to "
+              "RUN/predictions/test.npz (-o eval.log_samples=true).")
+@click.option("--force", is_flag=True, help="Train even when the estimated peak memory exceeds the free memory.")
 @click.option("--allow-noncausal", is_flag=True, help="Run a mixer declaring causal = False on a causal task "
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def eval_command(model: str | None, task: str | None, length: int | None, size: int | None, data: str | None,
-                 preset: str, config_file: str | None, overrides: tuple[str, ...], seed: int, device: str | None,
+                 preset: str, config_file: str | None, overrides: tuple[str, ...], seed: int, seeds: str | None,
+                 device: str | None,
                  precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
                  resume_dir: str | None, checkpoint: str | None, evaluator: str | None, split: str | None,
-                 logger: str | None, allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
+                 logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
     """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
     from ..config import parse_overrides
     from ..harness import evaluation
 
     keys: dict[str, Any] = parse_overrides(overrides)
+    if log_samples:
+        keys["eval.log_samples"] = "true"
     if checkpoint and resume_dir:
         raise click.UsageError("--checkpoint scores a checkpoint and --resume continues a run: give one of them")
     if checkpoint and evaluator not in (None, "score_only"):
         raise click.UsageError(f"--checkpoint is scored by the score_only evaluator, not {evaluator}")
     scoring = bool(checkpoint) or evaluator == "score_only"
+    if force and scoring:
+        raise click.UsageError("--force lets a training run past the memory check; scoring runs no such check")
     if split and not scoring:
         raise click.UsageError("--split chooses what --checkpoint / --evaluator score_only scores; training always "
                                "selects on val and scores test")
     if resume_dir:
         hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_)) if v is not None}
-        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger)
+        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger, force=force)
         _report([result], as_json)
         return
     if checkpoint:
@@ -108,23 +119,41 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
 
     common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
                   precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
-                  allow_noncausal=allow_noncausal, evaluator=evaluator or "train_eval", split=split)
+                  allow_noncausal=allow_noncausal, evaluator=evaluator or "train_eval", split=split,
+                  force=force)
     model = model or "dlr"
-    if (task and not is_suite(task)) or (data and not task):  # with --data alone, the folder names its task
+    seed_list = _seeds(seeds)
+    if not seed_list and ((task and not is_suite(task)) or (data and not task)):  # --data alone: the folder's task
         result = evaluation.evaluate(model, task, preset, out=out, data=data, **common)
         _report([result], as_json, splits=(split,) if split else ("val", "test"))
         return
     settings = {k: common[k] for k in ("length", "size", "overrides", "seed", "evaluator", "split")}
     if config_file:
         settings["config_file"] = open(config_file, "rb").read().decode(errors="replace")
+    if data and not task:
+        from ..data.build import load_manifest
+
+        task = load_manifest(data)["task"]
     root, results = run_suite(model, task or "atomic", evaluation.evaluate, evaluation.resume, preset=preset,
-                              out=out, settings=settings, report=None if as_json else (lambda r: _report([r], False)),
+                              out=out, settings=settings, seeds=seed_list, report=None if as_json else (lambda r: _report([r], False)),
                               data=data, **common)
     from ..harness.compare import build_table, load_runs, render_text
 
     table = build_table(load_runs([r.run_dir for r in results]))
     emit({"suite": str(root), "runs": [str(r.run_dir) for r in results], "table": table}, as_json,
           "\n" + render_text(table))
+
+
+def _seeds(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise click.UsageError(f"--seeds takes integers separated by commas, e.g. 0,1,2 (got {text!r})") from None
+    if len(set(seeds)) != len(seeds):
+        raise click.UsageError(f"--seeds names a seed twice: {text}")
+    return seeds
 
 
 def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:

@@ -23,9 +23,9 @@ import numpy as np
 from .. import __version__
 from ..config import canonical_json, config_sha256
 from ..errors import DatasetError
-from ..registry import get_task
+from ..registry import disable_svml, get_task
 from ..seeding import SEED_SCHEME, keys_for
-from .jobs import BuildInterrupted, disable_svml, interrupts
+from .jobs import BuildInterrupted, interrupts
 from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
 from .progress import check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
@@ -34,6 +34,7 @@ from .shards import (
     ShardSpec,
     atomic_write_json,
     auto_samples_per_shard,
+    block_rows,
     check_codec,
     make_plan,
     shard_done,
@@ -43,7 +44,6 @@ from .shards import (
 )
 
 log = logging.getLogger(__name__)
-disable_svml()  # before any generator module loads Numba: same bytes whatever the import order (see jobs.py)
 
 
 def data_root(out: str | Path | None = None) -> Path:
@@ -103,10 +103,6 @@ def _config_of(plan: BuildPlan) -> Any:
 
     task = get_task(plan.task)
     return task, from_plain(task, plan.config)
-
-
-def _block_size(spec_bytes: int) -> int:
-    return int(max(1, min(256, (64 << 20) // max(spec_bytes, 1))))
 
 
 def run_shard(root: str, plan: BuildPlan, shard: ShardSpec, progress: Any = None,
@@ -172,7 +168,7 @@ def _write_shard(folder: Path, target: Path, plan: BuildPlan, shard: ShardSpec, 
         return task.statistics(config, block)
 
     return write_shard(target, shard, fields, make_rows, attrs, task.fixed_arrays(config),
-                       _block_size(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
+                       block_rows(spec.bytes_per_sample()), stats_fn if shard.split != "candidates" else None,
                        progress)
 
 

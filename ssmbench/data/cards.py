@@ -72,7 +72,9 @@ def size_category(n: int) -> str:
 
 
 def _regenerate_command(manifest: dict[str, Any]) -> str:
-    argv = manifest.get("command", {}).get("argv") or []
+    from .command import portable_argv
+
+    argv = portable_argv(manifest.get("command", {}).get("argv") or [])
     if argv:
         return "ssmbench " + " ".join(argv)
     return f"ssmbench generate {manifest['task']} --seed {manifest['seeding']['root_seed']}"
@@ -88,6 +90,23 @@ def _generic_statistics(manifest: dict[str, Any]) -> str:
     if not lines:
         return ""
     return "| split | statistic | value |\n|---|---|---|\n" + "\n".join(lines)
+
+
+CATEGORY_NOTES = {
+    "other": " The front matter's `task_categories` says `other`: the Hub's categories have no sequence-to-sequence "
+             "regression, which is what this task is.",
+}
+
+
+def hf_note(manifest: dict[str, Any], category: str) -> str:
+    """The card's extra words on the Hugging Face route: the plugin a Zstd copy needs, why the category."""
+    zstd = "zstd" in {f.get("codec", "").split(":")[0] for f in manifest.get("storage", {}).get("fields", {}).values()}
+    plugin = (" These shards use Zstd: run `import hdf5plugin` before `load_dataset`, so HDF5 can decode them."
+              if zstd else "")
+    fixed = (" Use this route, not the generic `load_dataset(\"hdf5\", data_files=...)`: that one reads every "
+             "dataset of a shard as a column, and the shared `fixed/` object (one row per shard) breaks it."
+             if any(f["path"] == "fixed.npy" for f in manifest.get("files", [])) else "")
+    return plugin + fixed + CATEGORY_NOTES.get(category, "")
 
 
 def codec_note(manifest: dict[str, Any]) -> str:
@@ -175,7 +194,7 @@ def render_card(manifest: dict[str, Any], manifest_sha256: str | None = None) ->
         "environment": ", ".join(f"{k} {v}" for k, v in manifest.get("environment", {}).items()),
         "summary": task.__doc__.strip().splitlines()[0] if task.__doc__ else manifest["task"],
         "first_shard": shards[0] if shards else "train/shard-00000-of-00001.h5", "fixed_note": fixed_note,
-        "bibtex": BIBTEX, "codec_note": codec_note(manifest),
+        "bibtex": BIBTEX, "codec_note": codec_note(manifest), "hf_note": hf_note(manifest, task.hf_task_category),
     }
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", str(value))
@@ -190,9 +209,15 @@ def config_entry(manifest: dict[str, Any], prefix: str = "") -> list[str]:
 
 
 def info_entry(manifest: dict[str, Any]) -> list[str]:
-    """One item of the card's `dataset_info` list: every per-sample field with its dtype and shape."""
+    """One item of the card's `dataset_info` list: every per-sample field with its dtype and shape, the splits
+    with their example counts and bytes on disk."""
     features = [hf_feature(k, f["dtype"], f["shape"]) for k, f in stored_fields(manifest).items()]
-    return [f"  - config_name: {_yaml_str(manifest['name'])}", *_yaml_lines("features", features, "    ")]
+    splits = [{"name": HF_SPLIT[s], "num_examples": manifest["splits"][s]["num_samples"],
+               "num_bytes": sum(sh["num_bytes"] for sh in manifest["splits"][s]["shards"])}
+              for s in SPLIT_ORDER if manifest["splits"][s]["num_samples"]]
+    return [f"  - config_name: {_yaml_str(manifest['name'])}", *_yaml_lines("features", features, "    "),
+            *_yaml_lines("splits", splits, "    "),
+            f"    dataset_size: {sum(sp['num_bytes'] for sp in splits)}"]
 
 
 def front_matter(manifest: dict[str, Any], task_category: str = "other", manifest_sha256: str | None = None) -> list[str]:

@@ -1,6 +1,7 @@
 """Download catalogues: dataset name -> where it is hosted, the manifest's sha256 and the size.
 
-Three sources are merged: the built-in `ssmbench/catalog.json` (empty until datasets are really published),
+Three sources are merged: the built-in `ssmbench/catalog.json` (the paper's datasets as built by
+benchmarks/paper_suite.py: rebuilt by `ssmbench get`, since none is hosted yet),
 `$SSMBENCH_CATALOG` (one or more files separated by the OS path separator) and `--catalog FILE`. A name present in
 two different catalogues is an error naming both, so a download never silently picks one of two pins.
 
@@ -17,7 +18,10 @@ A catalogue is JSON::
          "description": "Shift, L = 64"}}}
 
 `sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.download` explains the URL forms.
-`resolve_dataset` is what `ssmbench.open_dataset` uses to turn a name into a folder:
+An entry may instead (or also) carry `build` ({"argv": ["generate", ...], "workers": W}) and `shards` (each
+shard's path, size, sha256 and per-field content hashes), which `ssmbench get` (`ssmbench.data.get`) uses to
+rebuild it and check every shard. `ssmbench.data.get.resolve_dataset` turns a name into a folder for
+`ssmbench.open_dataset`:
 
 >>> import json, tempfile, pathlib
 >>> tmpdir = tempfile.TemporaryDirectory(); tmp = pathlib.Path(tmpdir.name)
@@ -27,6 +31,7 @@ A catalogue is JSON::
 >>> cat["demo-8"].sources, cat["demo-8"].num_bytes
 (('https://example.org/demo-8/',), 2048)
 >>> (tmp / "demo-8").mkdir(); _ = (tmp / "demo-8" / "manifest.json").write_text("{}")
+>>> from ssmbench.data.get import resolve_dataset
 >>> resolve_dataset("demo-8", catalog=tmp / "cat.json", data_root=tmp) == tmp / "demo-8"
 True
 >>> tmpdir.cleanup()
@@ -43,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DatasetError
-from ..plain import human_bytes
+from ..plain import human_bytes, human_seconds
 
 BUILTIN = "<built-in>"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -51,7 +56,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """One dataset a catalogue knows how to fetch."""
+    """One dataset a catalogue knows how to fetch (`sources`) or rebuild (`build`), and check (`shards`)."""
 
     name: str
     sources: tuple[str, ...]
@@ -62,11 +67,28 @@ class CatalogEntry:
     dataset_id: str | None = None
     description: str = ""
     catalog: str = BUILTIN
+    folder: str | None = None
+    """The folder name `generate` gives it (`<task>-<preset>[-<config hash>]`); `get` stores it under `name`."""
+    content_digest: str | None = None
+    build: dict[str, Any] = field(default_factory=dict)
+    """{"argv": ["generate", TASK, ...], "workers": W, "wall_s": ..., "cpu_s": ...}: how it was built here."""
+    shards: tuple[dict[str, Any], ...] = ()
+    """Every shard: {"path", "num_bytes", "sha256", "content": {field: first 16 hex of its content sha256}}."""
+    files: tuple[dict[str, Any], ...] = ()
+    codec: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    num_samples: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def folder_name(self) -> str:
+        return self.folder or self.name
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "sources": list(self.sources), "manifest_sha256": self.manifest_sha256,
                 "num_bytes": self.num_bytes, "task": self.task, "task_version": self.task_version,
-                "dataset_id": self.dataset_id, "description": self.description, "catalog": self.catalog}
+                "dataset_id": self.dataset_id, "description": self.description, "catalog": self.catalog,
+                "folder": self.folder_name, "content_digest": self.content_digest, "build": self.build,
+                "codec": self.codec, "num_samples": self.num_samples, "shards": len(self.shards)}
 
 
 @dataclass
@@ -99,8 +121,17 @@ def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
     sources = raw.get("sources", [raw["url"]] if "url" in raw else [])
     if isinstance(sources, str):
         sources = [sources]
-    if not sources or not all(isinstance(s, str) and s for s in sources):
-        raise ConfigError(where, "needs `sources`, a list of base URLs (https://..., hf://datasets/...)")
+    build = raw.get("build") or {}
+    argv = build.get("argv") if isinstance(build, dict) else None
+    if build and not (isinstance(argv, list) and argv[:1] == ["generate"] and all(isinstance(a, str) for a in argv)):
+        raise ConfigError(where, 'build.argv must be a list of strings starting with "generate"')
+    if not all(isinstance(s, str) and s for s in sources) or not (sources or build):
+        raise ConfigError(where, "needs `sources`, a list of base URLs (https://..., hf://datasets/...), "
+                          "or `build`, the generate command that rebuilds it")
+    shards = raw.get("shards") or []
+    for sh in shards:
+        if not (isinstance(sh, dict) and isinstance(sh.get("path"), str) and _SHA256.match(str(sh.get("sha256")))):
+            raise ConfigError(where, f"shard {sh!r} needs a path and a 64-hex sha256")
     sha = raw.get("manifest_sha256")
     if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
         raise ConfigError(where, f"manifest_sha256 must be 64 lower-case hex digits, got {sha!r}")
@@ -110,7 +141,10 @@ def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
     return CatalogEntry(name=name, sources=tuple(sources), manifest_sha256=sha, num_bytes=size,
                         task=raw.get("task"), task_version=raw.get("task_version"),
                         dataset_id=raw.get("dataset_id"), description=str(raw.get("description", "")),
-                        catalog=origin)
+                        catalog=origin, folder=raw.get("folder"), content_digest=raw.get("content_digest"),
+                        build=dict(build), shards=tuple(shards), files=tuple(raw.get("files") or ()),
+                        codec=dict(raw.get("codec") or {}), environment=dict(raw.get("environment") or {}),
+                        num_samples=dict(raw.get("num_samples") or {}))
 
 
 def parse_catalog(obj: Any, origin: str) -> dict[str, CatalogEntry]:
@@ -173,17 +207,25 @@ def _host(source: str) -> str:
     return source.split("://", 1)[-1].split("/", 1)[0]
 
 
+def build_time(entry: CatalogEntry) -> str:
+    """The entry's build time as measured where it was built (wall, CPU, workers), or '-' without a build."""
+    if not entry.build.get("wall_s"):
+        return "-"
+    cpu = f"{human_seconds(float(entry.build['cpu_s']))} CPU, " if entry.build.get("cpu_s") else ""
+    return f"{human_seconds(float(entry.build['wall_s']))} ({cpu}{entry.build.get('workers', 1)} workers)"
+
+
 def catalog_table(cat: Catalog) -> str:
-    """The `ssmbench ls datasets` table: name, size, task, hosts, catalogue file."""
+    """The `ssmbench ls datasets` table: name, size, task, samples, build time, where it comes from, catalogue."""
     if not len(cat):
-        return ("(no datasets in the catalogues: the built-in one stays empty until datasets are published; "
-                "add yours with --catalog FILE or $SSMBENCH_CATALOG)")
-    rows = [("name", "size", "task", "hosted at", "catalogue")]
+        return ("(no datasets in the catalogues; add yours with --catalog FILE or $SSMBENCH_CATALOG)")
+    rows = [("name", "size", "task", "samples", "build (measured)", "from", "catalogue")]
     for name in cat:
         e = cat[name]
         task = f"{e.task} v{e.task_version}" if e.task and e.task_version else (e.task or "?")
-        rows.append((name, human_bytes(e.num_bytes), task, ", ".join(dict.fromkeys(map(_host, e.sources))),
-                     e.catalog))
+        hosts = ", ".join(dict.fromkeys(map(_host, e.sources))) or "rebuilt here (ssmbench get)"
+        rows.append((name, human_bytes(e.num_bytes), task, f"{sum(e.num_samples.values()):,}" if e.num_samples
+                     else "?", build_time(e), hosts, "built-in" if e.catalog == BUILTIN else e.catalog))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
                      for r in rows)
@@ -203,34 +245,3 @@ def find_entry(name: str, catalog: str | Path | Sequence[str | Path] | None = No
         where = f" in {searched} nor" if searched else ""
         raise DatasetError(f"no dataset named {name!r}{where} in the catalogues ({', '.join(cat.files)})", hint)
     return entry
-
-
-def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[str | Path] | None = None,
-                    data_root: str | Path | None = None, download: bool = True) -> Path:
-    """A dataset folder from a path, or from a name: `<data root>/<name>`, downloaded when missing.
-
-    A path (an existing folder, or anything containing a path separator) must hold a `manifest.json`. A name is
-    looked up in the data root first (`data_root`, else `$SSMBENCH_DATA`, else `./data`), then in the catalogues;
-    when `download` is false a missing folder is a DatasetError naming the `ssmbench download` command.
-    """
-    from .build import data_root as default_root
-    from .download import download_dataset, looks_like_url
-
-    text = str(name_or_path)
-    path = Path(name_or_path)
-    if isinstance(name_or_path, Path) or path.is_dir() or os.sep in text or "/" in text or text.startswith("."):
-        if looks_like_url(text):
-            raise DatasetError(f"{text} is a URL", f"download it first: ssmbench download {text} --to DIR")
-        if not (path / "manifest.json").exists():
-            raise DatasetError(f"no dataset at {path}: manifest.json not found",
-                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
-        return path
-    root = default_root(data_root)
-    local = root / text
-    if (local / "manifest.json").exists():
-        return local
-    entry = find_entry(text, catalog, searched=root)
-    if not download:
-        raise DatasetError(f"dataset {text!r} is not in {root}",
-                           f"fetch it with: ssmbench download {text} --to {root}")
-    return download_dataset(entry, to=root).path

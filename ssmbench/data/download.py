@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
 from ..plain import file_sha256
-from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json
+from .shards import SPLIT_ALIASES, SPLIT_ORDER, atomic_write_bytes, atomic_write_json
 from .transfer import (
+    STOP,
     FileItem,
     Http,
     NotFound,
@@ -66,7 +67,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 RECORD = ".download.json"
 DESCRIPTIVE = ("README.md", "croissant.json")  # rendered from the manifest; no checksum covers them
-SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
+
+
+class DownloadInterrupted(DownloadError):
+    """Ctrl-C stopped a download; the message says what was kept and that the same command continues it."""
+
+    exit_code = 130
 
 
 @dataclass
@@ -229,7 +235,15 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
     except Timeout:
         raise DatasetError(f"another download into {root} is running", "wait for it to finish") from None
     try:
-        _run(http, bases, root, wanted, result, workers, progress)
+        try:
+            _run(http, bases, root, wanted, result, workers, progress)
+        except KeyboardInterrupt:
+            done = sum(1 for f in wanted if (root / f.path).exists())
+            parts = sum(1 for f in wanted if (root / (f.path + ".part")).exists())
+            raise DownloadInterrupted(
+                f"interrupted: {done}/{len(wanted)} file(s) complete and verified in {root}"
+                + (f", {parts} partial file(s) kept as .part to resume from" if parts else "")
+                + "; re-run the same command to continue") from None
         absent = [p for p in left_out if not (root / p).exists()]
         result.absent = absent
         atomic_write_json(root / RECORD, {
@@ -240,10 +254,12 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
             atomic_write_bytes(existing, manifest_bytes)  # last: only now does the folder look like a dataset
     finally:
         lock.release()
+        Path(lock.lock_file).unlink(missing_ok=True)  # nothing waits on it: a later run makes a new one
     if verify:
         from .verify import raise_for, verify_dataset
 
-        raise_for(verify_dataset(root))
+        # every checked file was hashed on the way in (or, already present, just now): no second pass
+        raise_for(verify_dataset(root, hashed={f.path for f in wanted if f.sha256 is not None}))
     return result
 
 
@@ -253,6 +269,7 @@ def _run(http: Http, bases: list[str], root: Path, wanted: list[FileItem], resul
 
     for stray in root.rglob("*.tmp.*"):  # atomic writes of an earlier run that died mid-write
         stray.unlink(missing_ok=True)
+    STOP.clear()
     todo = [f for f in wanted if not _is_present(root, f)]
     result.present_files = len(wanted) - len(todo)
     result.to_fetch = todo
@@ -268,10 +285,17 @@ def _run(http: Http, bases: list[str], root: Path, wanted: list[FileItem], resul
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ssmbench-download") as pool:
             descriptive = [f for f in todo if f.sha256 is None]
             checked = [f for f in todo if f.sha256 is not None]
-            failures = [x for x in pool.map(lambda f: fetch_file(http, bases, root, f, bar, lock), checked) if x]
+            try:
+                failures = [x for x in pool.map(lambda f: fetch_file(http, bases, root, f, bar, lock), checked) if x]
+            except KeyboardInterrupt:
+                STOP.set()  # the transfers stop at their next chunk; what they wrote stays in .part
+                raise
             for item in descriptive:  # optional: a host without them still gives a usable dataset
-                if fetch_file(http, bases, root, item, bar, lock) is not None:
-                    log.warning("%s was not found at the source; `ssmbench card %s` renders it", item.path, root)
+                failed = fetch_file(http, bases, root, item, bar, lock)
+                if failed is not None:
+                    why = "was not found at the source" if failed.kind == "missing" else \
+                        f"could not be fetched ({failed.detail.rsplit(': ', 1)[-1]})"
+                    log.warning("%s %s; `ssmbench card %s` renders it", item.path, why, root)
     finally:
         bar.close()
     result.fetched_files = sum(1 for f in todo if (root / f.path).exists())

@@ -1,5 +1,13 @@
 """Before a long run, estimate what it will write: disk size and time, from a probe shard written for real.
 
+Time is modelled from CPU seconds, so the estimate does not follow the load of the moment: generation CPU per
+sample (one Numba thread, over at least PROBE_CPU_S of samples, since Pathfinder's cost per image is
+heavy-tailed), write CPU per sample (the probe shard: compression, hashing, HDF5), spread over the cores the build
+uses (a one-worker build runs the generator's Numba threads in this process, measured as the probe's parallel
+speedup, and writes serially; a pool runs one thread per worker), plus the fixed cost of a command: this
+process's start-up CPU (interpreter, imports) and kernel loading, repeated by the pool's workers, this probe
+(a run without --quiet makes it again) and FINALIZE_S.
+
 The probe generates 2k training samples (k = 8 to 64, by sample size) and writes them as a shard with the build's
 own storage settings (chunking, shuffle, codec, fletcher32, root attributes, fixed arrays) into a temporary
 folder: its chunks give the stored bytes per row. The HDF5 metadata of each shard (chunk index, headers,
@@ -10,13 +18,14 @@ also keep their candidate shards under `.build/` until finalize, so their peak i
 >>> from ssmbench.data.build import plan_build
 >>> from ssmbench.registry import get_task
 >>> task, config = get_task("cumsum"), get_task("cumsum").Config(L=64)
->>> est = estimate_build(task, config, plan_build("cumsum", config, n=1000, samples_per_shard=256), workers=1)
->>> est["probe_samples"], est["disk_bytes"] > 1000 * est["per_sample_bytes"], est["disk_human"].endswith("MiB")
+>>> est = estimate_build(task, config, plan_build("cumsum", config, n=4000, samples_per_shard=256), workers=1)
+>>> est["probe_samples"], est["disk_bytes"] > 4000 * est["per_sample_bytes"], est["disk_human"].endswith("MiB")
 (64, True, True)
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +36,7 @@ import numpy as np
 from ..config import canonical_json
 from ..plain import human_bytes, human_seconds
 from ..seeding import keys_for
-from .shards import ShardSpec, storage_fields, write_shard
+from .shards import ShardSpec, block_rows, storage_fields, write_shard
 
 SMALL_FILES = 20 << 10
 """manifest.json, README.md and croissant.json of a folder with one shard (measured: 18-23 KiB)."""
@@ -36,7 +45,13 @@ PER_SHARD_FILES = 1 << 10
 PREVIEW = 64 << 10
 """preview.png of tasks that draw one (pathfinder: 45-65 KiB)."""
 PROBE_BYTES = 16 << 20
-"""Raw bytes the probe generates at most: k = clamp(PROBE_BYTES / (2 * bytes per sample), 8, 64)."""
+"""Raw bytes the probe writes at most: k = clamp(PROBE_BYTES / (2 * bytes per sample), 8, 64)."""
+PROBE_CPU_S = 0.5
+"""Generation is timed over more blocks of 2k samples until it has taken this much CPU (at most 64 blocks)."""
+FINALIZE_S = 2.0
+"""Manifest, data card, croissant.json and the folder check after the last shard (measured: 1-3 s)."""
+POOL_START_S = 1.0
+"""Starting a process pool (forkserver) before its workers import anything."""
 
 
 def _chunk_bytes(path: Path) -> int:
@@ -61,12 +76,13 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     `per_sample_bytes` (stored bytes of a row), `metadata_bytes` (of every shard) and `probe_samples`.
     """
     spec = task.spec(config)
+    startup = time.process_time()  # CPU this process spent before: interpreter and imports (each worker repeats it)
     k = probe or int(np.clip(PROBE_BYTES // (2 * max(spec.bytes_per_sample(), 1)), 8, 64))
     keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k, task.stream_exempt)
-    task.generate(config, keys[:1])  # compile outside the timing
-    t0 = time.perf_counter()
-    block = task.generate(config, keys)
-    gen_seconds = (time.perf_counter() - t0) / (2 * k)
+    c0 = time.process_time()
+    task.generate(config, keys[:1])  # compile / load the kernels outside the timing
+    load = time.process_time() - c0
+    gen_seconds, par, block = _generation_cost(task, config, plan, keys)
     fields = storage_fields(spec, plan.codec)
     attrs = {"task": plan.task, "task_version": plan.version, "dataset_id": plan.dataset_id,
              "config_json": canonical_json(plan.config).decode(), "split": "train"}
@@ -75,23 +91,23 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     def rows(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: block[name][lo:hi] for name in fields if name != "sample_id"}
 
-    block_rows = max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1)))
+    rows_per_block = block_rows(spec.bytes_per_sample())
 
     def zeros(lo: int, hi: int) -> dict[str, np.ndarray]:
         return {name: np.zeros((hi - lo, *f.shape), f.dtype) for name, f in fields.items() if name != "sample_id"}
 
     with tempfile.TemporaryDirectory(prefix="ssmbench-estimate-") as tmp:
-        t1 = time.perf_counter()
+        c1 = time.process_time()
         probe_shard = ShardSpec("train", 0, 1, 0, 2 * k)
         write_shard(Path(tmp) / "probe", probe_shard, fields, rows, attrs, fixed, 2 * k)
-        write_seconds = (time.perf_counter() - t1) / (2 * k)
+        write_seconds = (time.process_time() - c1) / (2 * k)
         per_sample = _chunk_bytes(Path(tmp) / "probe" / probe_shard.relpath) / (2 * k)
         # HDF5 metadata (chunk index, headers, attributes, fixed arrays) depends on the row count, not the values:
         # measured on a shard of zeros of each length the plan uses
         meta = {}
         for m in sorted({s.stop - s.start for s in plan.shards}):
             shard = ShardSpec("train", 0, 1, 0, m)
-            record = write_shard(Path(tmp) / f"z{m}", shard, fields, zeros, attrs, fixed, min(m, block_rows))
+            record = write_shard(Path(tmp) / f"z{m}", shard, fields, zeros, attrs, fixed, min(m, rows_per_block))
             meta[m] = record["num_bytes"] - _chunk_bytes(Path(tmp) / f"z{m}" / shard.relpath)
     total = sum(plan.sizes.values())
     shards = len(plan.shards)
@@ -99,13 +115,54 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     disk = metadata + per_sample * total + SMALL_FILES + PER_SHARD_FILES * shards
     disk += PREVIEW if task.card_preview else 0
     disk += sum(a.nbytes + 128 for a in fixed.values())  # fixed.npy
-    seconds = (gen_seconds + write_seconds) * total / max(1, workers)
+    cores = os.cpu_count() or 1
+    if workers <= 1:  # this process: the generator's threads, then a serial write
+        per_sample_s = gen_seconds / par + write_seconds
+        fixed_s = FINALIZE_S
+    else:  # a pool: one thread per worker, workers busy until the shards run out
+        busy = min(workers, cores, max(1, len(plan.shards)))
+        per_sample_s = (gen_seconds + write_seconds) / busy
+        fixed_s = FINALIZE_S + POOL_START_S + (startup + load) * max(1.0, workers / cores)
+    probe_s = time.process_time() - startup  # a run that is not --quiet pays for this estimate too
+    seconds = fixed_s + startup + probe_s + per_sample_s * total
     peak = disk
     if task.deduplicate:  # candidates (total + about 1 %) stay under .build/ until finalize copies the survivors
         peak += (metadata + per_sample * total) * 1.01
-        seconds += write_seconds * total / max(1, workers)
+        seconds += write_seconds * total / (1 if workers <= 1 else min(workers, cores))
     raw = sum(np.asarray(block[name]).nbytes for name in fields if name in block) / (2 * k)
     return {"seconds": seconds, "time_human": human_seconds(seconds), "disk_bytes": int(disk),
             "disk_human": human_bytes(disk), "peak_bytes": int(peak), "peak_human": human_bytes(peak),
             "raw_bytes": int(raw * total), "per_sample_bytes": per_sample, "metadata_bytes": metadata,
-            "probe_samples": k}
+            "probe_samples": k, "gen_cpu_per_sample": gen_seconds, "write_cpu_per_sample": write_seconds,
+            "fixed_seconds": fixed_s + startup + probe_s, "generator_threads_speedup": par}
+
+
+def _generation_cost(task: Any, config: Any, plan: Any, keys: np.ndarray) -> tuple[float, float, dict]:
+    """(CPU s per sample with one Numba thread, the speedup of the default thread count, the first block)."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        numba = None
+    threads = numba.get_num_threads() if numba is not None else 1
+    t0 = time.perf_counter()
+    block = task.generate(config, keys)  # all threads, as a one-worker build runs it
+    wall = time.perf_counter() - t0
+    n = len(keys)
+    if numba is not None:
+        numba.set_num_threads(1)
+    try:
+        spent, count, first = 0.0, 0, 0.0
+        while (spent < PROBE_CPU_S or count == 0) and count < 64 * n:
+            more = keys if count == 0 else keys_for(plan.task, plan.version, plan.config, plan.seed, "train",
+                                                     count, count + n, task.stream_exempt)
+            c1 = time.process_time()
+            task.generate(config, more)
+            spent += time.process_time() - c1
+            first = first or spent
+            count += n
+    finally:
+        if numba is not None:
+            numba.set_num_threads(threads)
+    per_sample = spent / count
+    par = float(np.clip(first / max(wall, 1e-9), 1.0, max(threads, 1)))  # the same keys on all threads, 1 thread
+    return per_sample, par, block

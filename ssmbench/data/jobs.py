@@ -26,16 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import SsmbenchError
-
-SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
-
-
-def disable_svml() -> None:
-    """Make Numba compile without Intel SVML in this process (if not imported yet) and in every child."""
-    os.environ[SVML_VARIABLE] = "1"
-    config = getattr(sys.modules.get("numba.core.config"), "DISABLE_INTEL_SVML", None)
-    if config is not None:
-        sys.modules["numba.core.config"].DISABLE_INTEL_SVML = 1  # type: ignore[attr-defined]
+from ..registry import disable_svml
 
 
 def svml_in_use() -> bool:

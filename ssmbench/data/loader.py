@@ -76,13 +76,17 @@ def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str
     (downloaded when missing, unless `download=False`). `fields` names extra stored fields to return beside
     inputs and targets (e.g. ("node_height", "node_op") for ListOps, ("label",) for Pathfinder). `expect_task`
     and `expect_config` (config values that must match, e.g. {"size": 512}) refuse a folder of another task or
-    configuration. Every refusal is a one-line `DatasetError` naming the fix.
+    configuration. Every refusal is a one-line `DatasetError` naming the fix. `split` is train, val or test
+    (`validation` and `valid` mean val, as for `ssmbench download --split`).
     """
+    from .shards import canonical_split
+
+    split = canonical_split(split, "split")
     folder = Path(path)
     if not folder.is_dir():
-        from .catalog import resolve_dataset
+        from .get import resolve_dataset
 
-        folder = resolve_dataset(path, download=download)
+        folder = resolve_dataset(path, download=download, split=split)
     return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,
                          expect_config=expect_config, max_open_files=max_open_files)
 
@@ -264,18 +268,25 @@ class FolderDataset:
         shard_of = np.searchsorted(self.shard_starts, idx, side="right") - 1  # (B,)
         order = np.argsort(idx, kind="stable")  # read each shard's rows in file order
         for s in np.unique(shard_of):
-            datasets = self._open(int(s))
             sel = order[shard_of[order] == s]
-            rows = idx[sel] - self.shard_starts[s]
-            for k in self._read:
-                dset = datasets[k]
-                if isinstance(dset, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
-                    out[k][sel] = dset[rows]
-                else:
-                    for dst, row in zip(sel.tolist(), rows.tolist(), strict=True):
-                        out[k][dst] = dset[row]
+            try:
+                self._read_shard(int(s), sel, idx[sel] - self.shard_starts[s], out)
+            except OSError as exc:  # a checksum (fletcher32) or decompression failure: the file is damaged
+                raise DatasetError(f"cannot read {self.root / str(self._paths[s])} ({str(exc).splitlines()[0]}): "
+                                   f"the file is damaged; run `ssmbench verify {self.root} --deep`, then "
+                                   "re-download or rebuild the folder") from None
         out["sample_index"] = idx
         return out
+
+    def _read_shard(self, s: int, sel: np.ndarray, rows: np.ndarray, out: dict[str, np.ndarray]) -> None:
+        datasets = self._open(s)
+        for k in self._read:
+            dset = datasets[k]
+            if isinstance(dset, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
+                out[k][sel] = dset[rows]
+            else:
+                for dst, row in zip(sel.tolist(), rows.tolist(), strict=True):
+                    out[k][dst] = dset[row]
 
     def _open(self, s: int) -> dict[str, Any]:
         """Datasets of shard `s`, opened in this process (LRU-bounded); scalar fields are read whole."""

@@ -21,7 +21,6 @@ from ..config import config_sha256
 from ..errors import DatasetError
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
-from .jobs import SVML_VARIABLE
 from .provenance import created_utc, environment
 from .shards import (
     FORMAT_VERSION,
@@ -32,6 +31,8 @@ from .shards import (
     shard_done,
     storage_fields,
 )
+
+SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 
 
 def content_digest(root: Path, plan: Any) -> str:
@@ -54,6 +55,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
     from ..task_config import from_plain
+    from .command import portable_argv
 
     config = from_plain(task, plan.config)
     spec = task.spec(config)
@@ -94,7 +96,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
         "splits": splits, "content_digest": content_digest(root, plan), "files": files,
         "statistics": {s: merge_statistics(records[s]) for s in SPLIT_ORDER},
         "environment": {**environment(), SVML_VARIABLE: os.environ.get(SVML_VARIABLE, "")},
-        "command": {"argv": list(argv or []), "explicit": list(explicit or [])},
+        "command": {"argv": portable_argv(argv or []), "explicit": list(explicit or [])},
         **(extras or {}),
         "build_identity": plan.identity(),
         "created_utc": created_utc(),

@@ -11,7 +11,6 @@ touched.
 
 from __future__ import annotations
 
-import difflib
 import errno
 import json
 import logging
@@ -22,29 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, DatasetError
+from ..errors import DatasetError
+from .shards import canonical_split
 
 log = logging.getLogger(__name__)
-SPLITS = ("train", "val", "test")
 
 MASK_COLOURS = ("#000000", "#3d8bff", "#ff9f1c")
 """Mask classes 0 (background, distractors, circles), 1 (main path), 2 (main path with circles at both ends)."""
 MASK_LEGEND = "mask: black 0 background / distractor / circle, blue 1 main path, orange 2 path with circles at both ends"
-
-
-def check_split(split: str) -> None:
-    """Refuse a split name other than train / val / test, with a did-you-mean.
-
-    >>> check_split("val")
-    >>> check_split("tain")
-    Traceback (most recent call last):
-    ...
-    ssmbench.errors.ConfigError: --split: unknown split 'tain'; did you mean 'train'? (train, val or test)
-    """
-    if split not in SPLITS:
-        close = difflib.get_close_matches(split, SPLITS, n=1, cutoff=0.5)
-        guess = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError("--split", f"unknown split {split!r}{guess} (train, val or test)")
 
 
 def _read_rows(dataset_dir: Path, manifest: dict[str, Any], split: str, n: int) -> dict[str, np.ndarray]:
@@ -56,7 +40,7 @@ def _read_rows(dataset_dir: Path, manifest: dict[str, Any], split: str, n: int) 
     except ImportError:  # pragma: no cover - optional at read time
         pass
     splits = manifest.get("splits", {})
-    check_split(split)
+    split = canonical_split(split)
     if split not in splits or not splits[split].get("num_samples"):
         present = [s for s in ("val", "test", "train") if splits.get(s, {}).get("num_samples")]
         if not present:
@@ -105,9 +89,10 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     if n < 1:
         raise DatasetError(f"preview needs n >= 1, got {n}")
     rows = _read_rows(dataset_dir, manifest, split, n)
-    n = int(rows["inputs"].shape[0])
+    asked, n = n, int(rows["inputs"].shape[0])
     spec = manifest.get("spec", {})
-    title = f"{manifest.get('name', dataset_dir.name)} · {rows['_split']} · first {n} samples"
+    shown = f"first {n} samples" if n == asked else f"all {n} samples (of {asked} asked for)"
+    title = f"{manifest.get('name', dataset_dir.name)} · {rows['_split']} · {shown}"
     if spec.get("input_kind") == "pixels" or (rows["inputs"].ndim == 3 and rows["inputs"].shape[1:] ==
                                                rows.get("targets", np.empty((0, 0))).shape[1:]):
         fig = _image_grid(Figure, rows, n, predictions, title)

@@ -72,7 +72,21 @@ def _check_publishable(root: Path, manifest: dict[str, Any]) -> None:
     if any(c.startswith("zstd") for c in codecs):
         raise DatasetError(f"{root} is a Zstd copy; published shards are gzip so that every HDF5 reader opens them",
                            f"publish the gzip original, or make one: ssmbench repack {root} --codec gzip:4 --out DIR")
+    _refuse_local_paths(root)
     raise_for(verify_dataset(root))
+
+
+def _refuse_local_paths(root: Path) -> None:
+    """A card or manifest naming a local absolute path (a user's name, a scratch folder) is not published."""
+    from .command import local_paths
+
+    for name in ("manifest.json", "README.md"):
+        path = root / name
+        found = local_paths(path.read_text(errors="replace")) if path.exists() else []
+        if found:
+            raise DatasetError(f"{path} names the local path {found[0]!r} (built by an ssmbench that recorded "
+                               "the output folder)", f"rebuild it with this version, which records a path-free "
+                               f"command: ssmbench generate ... --overwrite, or remove the path from {name}")
 
 
 def sums_text(folder: Path, known: dict[str, str]) -> str:

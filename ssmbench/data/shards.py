@@ -28,6 +28,26 @@ from ..plain import file_sha256
 
 FORMAT_VERSION = 1
 SPLIT_ORDER = ("train", "val", "test")
+SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "valid": "val", "test": "test"}
+"""Every split name a command or function accepts, and the stored split it means."""
+
+
+def canonical_split(split: str, option: str = "--split") -> str:
+    """The stored split a name means (`validation` -> `val`); an unknown name is a ConfigError with a did-you-mean.
+
+    >>> canonical_split("validation"), canonical_split("test")
+    ('val', 'test')
+    >>> canonical_split("tain")
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --split: unknown split 'tain'; did you mean 'train'? (train, val or test)
+    """
+    if split in SPLIT_ALIASES:
+        return SPLIT_ALIASES[split]
+    from ..plain import did_you_mean
+
+    guess = did_you_mean(split, list(SPLIT_ALIASES), "{!r}".replace("{!r}", "'{}'"), cutoff=0.5)
+    raise ConfigError(option, f"unknown split {split!r}{guess} (train, val or test)")
 SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
 
 
@@ -115,6 +135,15 @@ def make_plan(sizes: Mapping[str, int], samples_per_shard: int) -> list[ShardSpe
 def content_prefix(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     """The serialisation prefix of content hashes: '<dtype.str>|<shape>|' (e.g. '|u1|1024,512,512|')."""
     return f"{np.dtype(dtype).str}|{','.join(map(str, shape))}|".encode("ascii")
+
+
+BLOCK_BYTES = 32 << 20
+"""Raw bytes generated per block of a shard job (memory per worker: about twice this above the interpreter)."""
+
+
+def block_rows(bytes_per_sample: int) -> int:
+    """Rows per generated block of a shard job: BLOCK_BYTES of raw samples, 1 to 256 rows."""
+    return int(max(1, min(256, BLOCK_BYTES // max(bytes_per_sample, 1))))
 
 
 def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -266,7 +295,7 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
                 stored = {name: _checked(name, f, block.get(name), hi - lo, attrs) for name, f in fields.items()}
                 for name, arr in stored.items():
                     dsets[name][lo - shard.start:hi - shard.start] = arr
-                    content[name].update(arr.tobytes())
+                    content[name].update(arr.data)  # contiguous (_checked): no copy
                 hashes[lo - shard.start:hi - shard.start] = row_hashes(stored)
                 if stats_fn is not None:
                     for key, value in stats_fn(block).items():

@@ -73,8 +73,30 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(existing).free
 
 
+def check_writable(path: Path) -> None:
+    """Refuse (ConfigError naming --out) a folder that cannot be created or written, before any size check: a
+    read-only or virtual file system (/proc) reports 0 B free, which would read as a full disk."""
+    import tempfile
+
+    from ..errors import ConfigError
+
+    existing = Path(path).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder")
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".ssmbench-write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write into {existing} ({exc.strerror or exc}), so {path} cannot be "
+                          "created there", "choose a writable --out (default: $SSMBENCH_DATA or ./data)") from None
+
+
 def check_free_space(path: Path, needed: int) -> None:
-    """Refuse to start when the file system of `path` has less than `needed` bytes free."""
+    """Refuse to start when `path` cannot be written (`check_writable`) or its file system has less than `needed`
+    bytes free."""
+    check_writable(path)
     free = free_bytes(path)
     if free < needed:
         raise DiskFullError(f"not enough free space for {path}: about {human_bytes(needed)} needed, "

@@ -12,6 +12,7 @@ match the manifest.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -25,6 +26,10 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError, DownloadError
 from ..plain import file_sha256
+
+CHUNK = 1 << 20
+STOP = threading.Event()
+"""Set on Ctrl-C: every transfer stops at its next chunk, keeping what it wrote in its .part file."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,10 @@ class Http:
         """A streamed GET; raises NotFound (404/410), Transient (network, 408/429/5xx) or DownloadError."""
         import requests
 
+        hub = url.startswith(hub_endpoint() + "/")
+        token = hub_token() if hub else None
+        if token:  # only to the Hub itself: requests drops it when the Hub redirects to its CDN
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
         try:
             r = self.session().get(url, headers=headers or {}, stream=True, timeout=self.timeout,
                                    allow_redirects=True)
@@ -76,6 +85,9 @@ class Http:
         if r.status_code in (408, 425, 429) or r.status_code >= 500:
             r.close()
             raise Transient(f"HTTP {r.status_code}")
+        if hub and r.status_code in (401, 403):
+            r.close()
+            raise DownloadError(f"{url}: HTTP {r.status_code}: the Hub repository is private or gated", _hub_hint(token))
         if r.status_code >= 400 and r.status_code != 416:
             r.close()
             raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason}",
@@ -84,6 +96,31 @@ class Http:
 
     def pause(self, attempt: int) -> None:
         time.sleep(self.backoff * (2 ** attempt) * random.uniform(0.5, 1.5))
+
+
+def hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
+def hub_token() -> str | None:
+    """The Hugging Face token: huggingface_hub's (HF_TOKEN, or the `hf auth login` cache) when it is installed,
+    else $HF_TOKEN."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        return os.environ.get("HF_TOKEN") or None
+    return huggingface_hub.get_token()
+
+
+def _hub_hint(token: str | None) -> str:
+    if token:
+        return "your token has no access: accept the dataset's terms on its Hub page, or ask its owners for access"
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        return ("log in to read it: pip install huggingface_hub && hf auth login (or set HF_TOKEN); "
+                "huggingface_hub is not installed here")
+    return "log in to read it: hf auth login (or set HF_TOKEN), after accepting its terms on the Hub page"
 
 
 def _short(exc: BaseException) -> str:
@@ -114,8 +151,12 @@ def fetch_bytes(http: Http, url: str) -> bytes:
     raise Transient(last)
 
 
-def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> None:
-    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees."""
+def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, lock: threading.Lock) -> str:
+    """Bring `part` to the remote file's full length, appending to what it already holds when the server agrees.
+
+    Returns the sha256 of the whole `.part`, computed while the bytes stream in (a resumed prefix is read once
+    first), so the caller never reads the file back; the file is fsynced once, at the end of the transfer.
+    """
     import requests
     import urllib3
 
@@ -124,7 +165,7 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
         part.unlink()
         have = 0
     if expected is not None and have == expected and have > 0:
-        return
+        return file_sha256(part)
     with http.get(url, {"Range": f"bytes={have}-"} if have else None) as r:
         if r.status_code == 416:  # our partial file is not a prefix of theirs: start again
             part.unlink(missing_ok=True)
@@ -140,16 +181,20 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
         elif have:  # 200: the server ignored the range; the body is the whole file
             with lock:
                 bar.update(-have)
+        digest = _prefix_digest(part) if mode == "ab" else hashlib.sha256()
         part.parent.mkdir(parents=True, exist_ok=True)
         # read1 hands over whatever has arrived, so a dropped connection loses nothing already received
         # (iter_content would discard a partly filled chunk); urllib3 before 2.2 lacks it
         read1 = getattr(r.raw, "read1", None)
-        chunks = iter(lambda: read1(1 << 20, decode_content=False), b"") if read1 else r.iter_content(1 << 20)
+        chunks = iter(lambda: read1(CHUNK, decode_content=False), b"") if read1 else r.iter_content(CHUNK)
         try:
             with open(part, mode) as f:
                 try:
                     for chunk in chunks:
+                        if STOP.is_set():
+                            raise KeyboardInterrupt
                         f.write(chunk)
+                        digest.update(chunk)
                         with lock:
                             bar.update(len(chunk))
                 finally:
@@ -160,6 +205,15 @@ def _transfer(http: Http, url: str, part: Path, expected: int | None, bar: Any, 
     got = part.stat().st_size
     if expected is not None and got < expected:
         raise Transient(f"connection closed after {got} of {expected} bytes")
+    return digest.hexdigest()
+
+
+def _prefix_digest(part: Path) -> Any:
+    digest = hashlib.sha256()
+    with open(part, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest
 
 
 def _content_range_start(value: str) -> int | None:
@@ -178,6 +232,8 @@ class Failure:
 
 def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar: Any,
                 lock: threading.Lock) -> Failure | None:
+    if STOP.is_set():  # Ctrl-C came while this file waited for a worker: leave it for the next run
+        raise KeyboardInterrupt
     dest = root / item.path
     part = dest.with_name(dest.name + ".part")
     problems: list[Failure] = []
@@ -185,9 +241,11 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
         url = base + item.path
         fresh_retry = True
         for attempt in range(http.retries + 1):
+            if STOP.is_set():
+                raise KeyboardInterrupt
             resumed = part.exists()
             try:
-                _transfer(http, url, part, item.num_bytes, bar, lock)
+                sha256 = _transfer(http, url, part, item.num_bytes, bar, lock)
             except NotFound as exc:
                 problems.append(Failure(item.path, "missing", f"{url}: {exc}"))
                 break
@@ -197,7 +255,7 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
                     http.pause(attempt)
                 continue
             size = part.stat().st_size
-            if item.sha256 is not None and (size != item.num_bytes or file_sha256(part) != item.sha256):
+            if item.sha256 is not None and (size != item.num_bytes or sha256 != item.sha256):
                 part.unlink()  # never keep bytes that disagree with the manifest
                 with lock:
                     bar.update(-size)
@@ -226,8 +284,7 @@ def hf_to_https(source: str) -> str:
     if not m:
         raise ConfigError("source", f"{source!r} is not hf://datasets/<org>/<repo>[@<revision>][/<folder>]")
     repo, revision, folder = m.group(1), m.group(2) or "main", (m.group(3) or "").strip("/")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    return f"{endpoint}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
+    return f"{hub_endpoint()}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
 
 
 def base_url(source: str) -> str:

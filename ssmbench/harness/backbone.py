@@ -4,7 +4,8 @@
     -> encoder: Linear(d_input -> H) (after x = a v + b for pixels) or Embedding(vocab -> H)
     -> n_layers x block: post-norm x = Norm(x + Drop(Layer(x))) or pre-norm x = x + Drop(Layer(Norm(x)))
        with Layer(u) = OutProj(Drop(Mixer(u))), OutProj in {linear, glu, none}
-    -> final Norm (pre-norm only) -> keep the rightmost l_output positions -> Linear(H -> d_output)
+    -> final Norm (pre-norm only) -> keep the rightmost l_output positions (or, pool="mean", the mean over all
+       positions: one output row, the LRA / S4 / LRU sequence-classification head) -> Linear(H -> d_output)
 
 See docs/models.md (The backbone). Every mixer output is checked (shape and dtype) and a mismatch raises an
 `SsmbenchError` naming the model.
@@ -25,6 +26,27 @@ from ..errors import ConfigError, SsmbenchError
 
 NORMS = ("scalar_layer", "layer", "batch", "none")
 OUT_PROJS = ("linear", "glu", "none")
+POOLS = ("auto", "mean", "last")
+"""`pool`: "last" keeps the rightmost l_output positions, "mean" averages every position (l_output == 1 only),
+"auto" is "mean" for a one-label bidirectional task (LRA Pathfinder) and "last" otherwise."""
+
+
+def resolve_pool(pool: str, spec: Spec) -> str:
+    """The pooling a backbone uses for `spec` ("mean" or "last").
+
+    >>> from ssmbench.registry import get_task
+    >>> t = get_task("pathfinder_lra")
+    >>> resolve_pool("auto", t.spec(t.presets["32"])), resolve_pool("last", t.spec(t.presets["32"]))
+    ('mean', 'last')
+    """
+    if pool not in POOLS:
+        raise ConfigError("model.pool", f"must be one of {', '.join(POOLS)}, got {pool!r}")
+    if pool == "auto":
+        return "mean" if spec.l_output == 1 and not spec.causal else "last"
+    if pool == "mean" and (spec.l_output != 1 or spec.causal):
+        raise ConfigError("model.pool", "mean pooling needs a task with one output row and no causal "
+                          f"constraint (l_output = {spec.l_output}, causal = {spec.causal})", "use -o model.pool=last")
+    return pool
 
 
 class ScalarLayerNorm(nn.Module):
@@ -127,7 +149,8 @@ class SequenceModel(nn.Module):
     def __init__(self, spec: Spec, mixer: Callable[..., nn.Module], *, d_model: int = 128, n_layers: int = 1,
                  norm: str = "scalar_layer", prenorm: bool = False, out_proj: str = "linear",
                  dropout: float = 0.0, bidirectional: bool = False, mixer_kwargs: Mapping[str, Any] | None = None,
-                 l_max: int | None = None, norm_eps: float = 0.0, name: str | None = None) -> None:
+                 l_max: int | None = None, norm_eps: float = 0.0, pool: str = "auto", name: str | None = None
+                 ) -> None:
         """Args:
             spec: the task's shape specification. mixer: a mixer class (called once per layer as
                 `mixer(d_model, l_max=..., bidirectional=..., dropout=..., layer_idx=..., **mixer_kwargs)`; the
@@ -135,6 +158,8 @@ class SequenceModel(nn.Module):
             d_model, n_layers, norm, prenorm, out_proj, dropout: the backbone settings (docs/models.md, The backbone).
             bidirectional: passed to the mixers. l_max: longest length (default spec.seq_len).
             norm_eps: epsilon of the scalar LayerNorm (0 in paper presets). name: model name for error messages.
+            pool: "last" (keep the rightmost l_output positions), "mean" (average over positions) or "auto"
+                (`resolve_pool`: mean for one-label bidirectional tasks).
         """
         super().__init__()
         if n_layers < 1:
@@ -144,6 +169,7 @@ class SequenceModel(nn.Module):
         self.spec, self.d_model, self.prenorm = spec, d_model, prenorm
         self.name = name or getattr(mixer, "__name__", type(mixer).__name__)
         self.l_output = spec.l_output
+        self.pool = resolve_pool(pool, spec)
         if spec.input_kind == "tokens":
             self.encoder: nn.Module = nn.Embedding(spec.d_input, d_model)
         else:
@@ -192,4 +218,6 @@ class SequenceModel(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, T, ...) -> (B, l_output, d_output); row j belongs to input position T - l_output + j."""
         h = self.features(x, mask)
+        if self.pool == "mean":
+            return self.decoder(h.mean(dim=1, keepdim=True))  # (B, 1, H) -> (B, 1, d_output)
         return self.decoder(h[:, h.shape[1] - self.l_output:])  # crop first, then project

@@ -94,6 +94,22 @@ def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_mem
         pin_memory=pin_memory, persistent_workers=False, **worker_options(workers))
 
 
+def iterate_loader(loader: Any) -> Iterator[Any]:
+    """Iterate a DataLoader and shut its worker processes down as soon as the iteration ends, also on an error.
+
+    Workers ignore SIGTERM (`threads.data_worker_init`), so they must never be left to the interpreter's exit,
+    whose clean-up terminates them with SIGTERM and then waits for them: an iterator kept alive by an exception's
+    traceback would hang the exit. `_shutdown_workers` is what the iterator's own `__del__` calls.
+    """
+    it = iter(loader)
+    try:
+        yield from it
+    finally:
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+
 class _StepDataset:
     """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
 
@@ -130,7 +146,7 @@ class TrainFeed:
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        for (a, b), message in zip(self.ranges, self.loader, strict=True):
+        for (a, b), message in zip(self.ranges, iterate_loader(self.loader), strict=True):
             for j, step in enumerate(range(a, b)):
                 yield step, {key: value[j] for key, value in message.items()}
 

@@ -1,40 +1,49 @@
 """`ssmbench compare RUN...`: a results table across finished runs, laid out like the DLR paper's Table 1.
 
-Rows are tasks, columns are (model, layers, L) with the parameter count; each cell shows the exact test R² and the
-paper's per-batch-averaged validation R² (the number Table 1 prints), or for ListOps the exact and per-batch test
-token accuracy and for Pathfinder the test macro-F1 and macro accuracy (Table 3). The last row gives the median time per
-training step relative to the 1-layer DLR run at the same L on the same device (Table 1), or else to the DLR run
-with the same number of layers at the same L (Table 3's "relative time per step"), when such runs are present.
-`compare` reads only `config.json` and `metrics.json` of each run.
+Rows are tasks; each column is one comparable configuration: runs share a column only when everything that can
+change their scores is equal except the task and the training seed (model, preset, steps, L, layers, batch, learning
+rate, ... : the digest of config.json without task, seed, paths and hardware). A 2-step smoke test therefore never
+stands in the column of a 2,000-step run: it gets a column of its own, and the header names the steps. Several seeds
+of one configuration are averaged: the cell shows mean ± sample standard deviation and the count (n=3); a seed run
+twice counts once (the newest run). Each cell shows the exact test R² and the paper's per-batch-averaged validation R²
+(the number Table 1 prints), or for ListOps the exact and per-batch test token accuracy and for Pathfinder the test
+macro-F1 and macro accuracy (Table 3). The last row gives the median time per training step relative to the 1-layer
+DLR column at the same L on the same device (Table 1), or else to the DLR column with the same number of layers at
+the same L (Table 3's "relative time per step"). `compare` reads only `config.json` and `metrics.json` of each run;
+folders without test scores (unfinished runs, a checkpoint scored on val) are skipped with a note.
 
 Example:
     >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
-    ...          "cells": {"r2": 0.99, "r2_batchavg": 0.98}, "time_per_step_s": 0.02}]
+    ...          "steps": 2000, "preset": "quick", "group": "a", "seed": s, "time": s, "time_per_step_s": 0.02,
+    ...          "cells": {"r2": v, "r2_batchavg": v - 0.01}} for s, v in ((0, 0.99), (1, 0.97), (2, 0.98))]
     >>> print(render_text(build_table(runs)))
-    task              dlr 1L L=512 (1.0K)
-    ----------------  -------------------
-    shift             0.990 / 0.980
+    task              dlr 1L L=512 2000 steps quick (1.0K)
+    ----------------  ------------------------------------
+    shift             0.980±0.010 / 0.970±0.010 (n=3)
     time/step vs DLR  1.00x
-    >>> runs = [{"task": "pathfinder", "model": m, "layers": 2, "L": 1024, "params": 2000, "device": "cpu",
-    ...          "cells": {"label": "F1/acc", "a": 0.5, "b": 0.6}, "time_per_step_s": t}
-    ...         for m, t in (("dlr", 0.5), ("local_attention", 2.0))]
-    >>> [c["time_ratio"] for c in build_table(runs)["columns"]]  # no 1-layer DLR: the 2-layer one is the base
-    [1.0, 4.0]
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..config import config_sha256
 from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+NOT_COMPARED = ("task", "task_config", "seed")
+"""config.json keys that may differ within a column (the task's own config is reduced to its L)."""
+NOT_COMPARED_SECTIONS = {"data": ("workers", "prefetch", "path", "dataset_id"), "hardware": ("device", "compile",
+                                                                                             "threads"),
+                         "eval": ("batch_size",)}
+"""Keys that never change a score (where the data lives, how fast it is read, on which device)."""
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -59,8 +68,18 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
             "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
             "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
-            "cells": _scores(m)})
+            "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
+            "time": metrics_file.stat().st_mtime, "cells": _scores(m)})
     return runs
+
+
+def config_group(cfg: dict[str, Any]) -> str:
+    """8 hex of everything in a run's config that can change its scores, except the task and the training seed."""
+    kept = {k: v for k, v in cfg.items() if k not in NOT_COMPARED}
+    for section, keys in NOT_COMPARED_SECTIONS.items():
+        kept[section] = {k: v for k, v in cfg.get(section, {}).items() if k not in keys}
+    kept["L"] = cfg.get("task_config", {}).get("L")
+    return config_sha256(kept)[:8]
 
 
 def _scores(m: dict[str, Any]) -> dict[str, Any]:
@@ -70,54 +89,102 @@ def _scores(m: dict[str, Any]) -> dict[str, Any]:
         return {"label": "F1/acc", "a": test.get("macro_f1"), "b": test.get("macro_accuracy")}
     if "accuracy_batchavg" in test:  # ListOps: exact / per-batch test token accuracy
         return {"label": "acc", "a": test.get("accuracy"), "b": test.get("accuracy_batchavg")}
-    return {"r2": test.get("r2"), "r2_batchavg": m["val"].get("r2_batchavg"), "val_r2": m["val"].get("r2")}
+    val = m.get("val", {})  # a checkpoint scored on test only has no val scores
+    return {"r2": test.get("r2"), "r2_batchavg": val.get("r2_batchavg"), "val_r2": val.get("r2")}
 
 
-def _column(run: dict[str, Any]) -> tuple[str, Any, Any]:
-    return run["model"], run["layers"], run["L"]
+def _column(run: dict[str, Any]) -> tuple[Any, ...]:
+    return run["model"], run["layers"], run["L"], run.get("steps"), run.get("preset"), run.get("group")
 
 
 def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """{columns, rows, time_ratio}: the data behind every output format."""
+    """{tasks, columns}: the data behind every output format. Each column holds, per task, the runs of each seed
+    (the newest when a seed was run twice) and their mean / std / count."""
     columns: dict[tuple, dict[str, Any]] = {}
-    for r in runs:
+    for r in sorted(runs, key=lambda r: r.get("time") or 0):
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
-                                              "params": r["params"], "cells": {}, "times": {}})
-        if r["task"] in col["cells"]:
-            log.warning("%s replaces an earlier run of %s in the column %s", r.get("run", "a run"), r["task"],
-                        _title(col))
-        col["cells"][r["task"]] = r["cells"]
+                                              "steps": r.get("steps"), "preset": r.get("preset"),
+                                              "group": r.get("group"), "params": r["params"], "seeds": {},
+                                              "times": {}})
+        col["seeds"].setdefault(r["task"], {})[r.get("seed")] = r["cells"]  # newest last: replaces an older rerun
         if r.get("time_per_step_s"):
-            col["times"][f"{r['task']}@{r['device']}"] = r["time_per_step_s"]
+            col["times"].setdefault(f"{r['task']}@{r['device']}", []).append(r["time_per_step_s"])
     from .suites import task_order
 
-    present = {t for c in columns.values() for t in c["cells"]}
-    tasks = sorted(present, key=task_order())
-    tasks += sorted({t for c in columns.values() for t in c["cells"]} - set(tasks))
-    for (_model, layers, L), col in columns.items():
-        base = columns.get(("dlr", 1, L)) or columns.get(("dlr", layers, L))
+    tasks = sorted({t for c in columns.values() for t in c["seeds"]}, key=task_order())
+    labelled = _distinguish(list(columns.values()))
+    for col in columns.values():
+        col["cells"] = {t: _aggregate(list(by_seed.values())) for t, by_seed in col["seeds"].items()}
+        col["times"] = {k: statistics.median(v) for k, v in col["times"].items()}
+        col["label"] = labelled[id(col)]
+    for col in columns.values():
+        base = _dlr_base(col, list(columns.values()))
         ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None
+        del col["seeds"]
     return {"tasks": tasks, "columns": list(columns.values())}
+
+
+def _dlr_base(col: dict[str, Any], columns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The DLR column a column's time is measured against: 1 layer at the same L and steps, else the same layers."""
+    for layers in (1, col["layers"]):
+        for c in columns:
+            if c["model"] == "dlr" and c["layers"] == layers and c["L"] == col["L"]:
+                return c
+    return None
+
+
+def _aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean, sample standard deviation and count of each number over the seeds of one cell."""
+    out: dict[str, Any] = {"n": len(cells)}
+    for key in cells[0]:
+        values = [c.get(key) for c in cells]
+        if key == "label":
+            out[key] = values[0]
+            continue
+        finite = [v for v in values if isinstance(v, int | float) and math.isfinite(v)]
+        out[key] = statistics.fmean(finite) if finite else None
+        out[f"{key}_std"] = statistics.stdev(finite) if len(finite) > 1 else None
+    return out
+
+
+def _distinguish(columns: list[dict[str, Any]]) -> dict[int, str]:
+    """Column titles; columns that would read alike get their config digest appended."""
+    titles = {id(c): _title(c) for c in columns}
+    counts: dict[str, int] = {}
+    for t in titles.values():
+        counts[t] = counts.get(t, 0) + 1
+    return {k: f"{t} cfg {c['group']}" if counts[t] > 1 else t for (k, t), c in zip(titles.items(), columns,
+                                                                                    strict=True)}
 
 
 def _title(col: dict[str, Any]) -> str:
     params = col["params"]
     size = f"{params / 1e6:.1f}M" if params and params >= 1e6 else f"{params / 1e3:.1f}K" if params else "?"
-    return f"{col['model']} {col['layers']}L L={col['L']} ({size})"
+    steps = f" {col['steps']} steps" if col.get("steps") else ""
+    preset = f" {col['preset']}" if col.get("preset") else ""
+    return f"{col['model']} {col['layers']}L L={col['L']}{steps}{preset} ({size})"
 
 
 def _cell(c: dict[str, Any] | None) -> str:
     if not c:
         return "-"
-    f = lambda v: "nan" if v is None or v != v else f"{v:.3f}"  # noqa: E731
+
+    def f(key: str) -> str:
+        v = c.get(key)
+        if v is None or v != v:
+            return "nan"
+        std = c.get(f"{key}_std")
+        return f"{v:.3f}" if std is None else f"{v:.3f}±{std:.3f}"
+
+    count = f" (n={c['n']})" if c.get("n", 1) > 1 else ""
     if "label" in c:
-        return f"{c['label']} {f(c.get('a'))} / {f(c.get('b'))}"
-    return f"{f(c.get('r2'))} / {f(c.get('r2_batchavg'))}"
+        return f"{c['label']} {f('a')} / {f('b')}{count}"
+    return f"{f('r2')} / {f('r2_batchavg')}{count}"
 
 
 def _rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
-    header = ["task"] + [_title(c) for c in table["columns"]]
+    header = ["task"] + [c["label"] for c in table["columns"]]
     rows = [[t] + [_cell(c["cells"].get(t)) for c in table["columns"]] for t in table["tasks"]]
     times = ["time/step vs DLR"] + [f"{c['time_ratio']:.2f}x" if c["time_ratio"] else "-"
                                        for c in table["columns"]]
@@ -138,6 +205,7 @@ def render_markdown(table: dict[str, Any]) -> str:
     out.append("")
     out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric); "
                "ListOps: exact / per-batch test token accuracy; Pathfinder: test macro-F1 / macro accuracy "
-               "(Table 3's metrics).")
+               "(Table 3's metrics). Several seeds: mean ± sample standard deviation (n = seeds). A column is one "
+               "configuration (its steps in the title; `cfg <digest>` where two would read alike).")
     return "\n".join(out)
 

@@ -48,13 +48,13 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
              runs_root: str | Path = "runs", quiet: bool = False, logger: str | None = None,
              allow_noncausal: bool = False, config: RunConfig | None = None,
              data: str | Path | None = None, evaluator: str = "train_eval",
-             split: str | None = None) -> EvalResult:
+             split: str | None = None, force: bool = False) -> EvalResult:
     """Train `model` on `task` with a preset and score it; the run folder is `out` or runs/<task>-<model>-<time>.
 
     `data` is the dataset folder of a folder task (ListOps, Pathfinder; default: a matching folder under the data
     root); without `task` the folder's own task is trained. `config` (a RunConfig, e.g. from a run's config.json)
     replaces every resolution argument. `evaluator` names the protocol (`ssmbench ls evaluators`); `split` is the
-    split `score_only` scores.
+    split `score_only` scores; `force` trains even when the memory estimate exceeds the device's free memory.
     """
     if task is None and config is None and data is not None:  # the folder names its task
         from ..data.build import load_manifest
@@ -73,13 +73,15 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
         config = config.with_overrides(hardware).validate()
     from ..registry import evaluators
 
-    options = {"split": split} if split else {}
+    options: dict[str, Any] = {"split": split} if split else {}
+    if force:
+        options["force"] = True
     return evaluators.get(evaluator)().run(config, out=out, runs_root=runs_root, quiet=quiet, logger=logger,
                                            **options)
 
 
 def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quiet: bool = False,
-           logger: str | None = None) -> EvalResult:
+           logger: str | None = None, force: bool = False) -> EvalResult:
     """Continue an interrupted run from `RUN/checkpoints/last.pt` (or extend a finished one with train.steps)."""
     run = RunFolder(run_dir)
     if not run.config_path.exists():
@@ -106,18 +108,21 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
                           "pass -o train.steps=N with a larger N to extend it, or start a new run")
     if run.finished:
         run.metrics_path.replace(run.path / "metrics.previous.json")
-    return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger)
+    return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
 
 
 def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
-                    quiet: bool = False, logger: str | None = None) -> EvalResult:
-    """The `train_eval` protocol: build the model once, check it, train with selection on val, score test."""
+                    quiet: bool = False, logger: str | None = None, force: bool = False) -> EvalResult:
+    """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
+    model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test."""
     import torch
 
     from . import distributed as D
     from .batches import prefer_fork_safe_numba
     from .facts import check_direction, model_facts
+    from .folder_feed import probe_inputs
     from .loggers import check_logger, make_logger
+    from .memory import check_fits
     from .plots import learning_curves
     from .threads import apply_threads
     from .trainer import setup, train
@@ -129,6 +134,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     check_direction(config, config.spec())
     s = setup(config, env)
     facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
+    facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
     # Only rank 0 looks: once it has written config.json, another rank would see its own run as a clash.

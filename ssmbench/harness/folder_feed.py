@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,23 @@ class FolderFeed:
         self.loader = step_loader(steps, range(start_step, stop_step), workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        return zip(range(self.start, self.stop), self.loader, strict=True)
+        from .batches import iterate_loader
+
+        with worker_errors_in_one_line():
+            yield from zip(range(self.start, self.stop), iterate_loader(self.loader), strict=True)
+
+
+@contextmanager
+def worker_errors_in_one_line() -> Iterator[None]:
+    """A DatasetError raised in a DataLoader worker (a damaged shard) comes back wrapped in the worker's traceback
+    text; re-raise it as the one line it was."""
+    try:
+        yield
+    except DatasetError as exc:
+        lines = [line for line in str(exc).splitlines() if line.startswith("ssmbench.errors.DatasetError: ")]
+        if not lines:
+            raise
+        raise DatasetError(lines[-1].split(": ", 1)[1]) from None
 
 
 class _Prefix:
@@ -157,12 +174,13 @@ class FolderEvalSet:
 
     def batches(self, batch_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]]:
         """(inputs, targets, sample_index, {extra field: (B, T)}) in sample order."""
-        from .batches import worker_options
+        from .batches import iterate_loader, worker_options
 
         loader = torch.utils.data.DataLoader(self.ds, batch_size=batch_size, sampler=self.sampler,
                                              collate_fn=self.ds.collate, **worker_options(self.workers))
-        for b in loader:
-            yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
+        with worker_errors_in_one_line():
+            for b in iterate_loader(loader):
+                yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
 
     def head(self, k: int) -> dict[str, torch.Tensor]:
         """The first k samples of the split (all ranks alike): for probes and figures."""

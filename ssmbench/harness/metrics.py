@@ -47,7 +47,8 @@ BATCH_VAR_FLOOR = 1e-5
 BATCH_COUNT_FLOOR = 1e-4
 """Floor of the per-batch count of labelled positions in the paper's acc_b."""
 VAR_REL_TOL = 1e-10
-"""Exact R² is NaN when VAR <= VAR_REL_TOL * mean(y²): a constant target, up to float64 rounding of the sums."""
+"""VAR <= VAR_REL_TOL * mean(y²) counts as a constant target (up to float64 rounding of the sums): exact R² is then
+scikit-learn's value (`r2_score`, force_finite): 1.0 for a perfect prediction, else 0.0."""
 
 
 class _VirtualBatchState:
@@ -110,7 +111,7 @@ class _VirtualBatchState:
 class RegressionMetrics(_VirtualBatchState):
     """Exact R² / MSE (all target entries of the split flattened), per-channel R², and the paper's per-batch R².
 
-    compute() keys: `r2` (NaN if VAR = 0), `mse`, `r2_per_channel` (list, exact R² of each output channel), `n`
+    compute() keys: `r2` (a constant target: 1.0 if exact, else 0.0, as scikit-learn), `mse`, `r2_per_channel` (list, exact R² of each output channel), `n`
     (target entries), `n_samples`, `r2_batchavg` (mean over complete virtual batches of
     1 - mse_b / max(var_b, 1e-5); NaN if there is none) and `n_batches_batchavg`.
     """
@@ -153,12 +154,13 @@ class RegressionMetrics(_VirtualBatchState):
 
 
 def _r2(n: int, sse: float, sy: float, syy: float) -> float:
-    """1 - MSE / VAR from sums; NaN when there is no entry or VAR is 0 (up to rounding)."""
+    """1 - MSE / VAR from sums; NaN when there is no entry; for a constant target (VAR 0 up to rounding)
+    scikit-learn's convention: 1.0 when the prediction is exact, else 0.0."""
     if n == 0:
         return math.nan
     var = syy / n - (sy / n) ** 2
     if var <= VAR_REL_TOL * (syy / n):
-        return math.nan
+        return 1.0 if sse == 0 else 0.0
     return 1.0 - (sse / n) / var
 
 

@@ -19,9 +19,7 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import inspect
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -31,20 +29,27 @@ import torch
 from torch import nn
 
 from ..api import Spec
+from ..config import parse_value
 from ..errors import ConfigError, SsmbenchError
+from ..plain import did_you_mean
 from ..registry import models
 from .backbone import SequenceModel
 
 log = logging.getLogger(__name__)
 
 MIXER_RESERVED = ("self", "d_model", "l_max", "bidirectional", "dropout", "layer_idx")
-BACKBONE_KEYS = ("d_model", "n_layers", "norm", "prenorm", "out_proj", "dropout", "bidirectional", "norm_eps")
+BACKBONE_KEYS = ("d_model", "n_layers", "norm", "prenorm", "out_proj", "dropout", "bidirectional", "norm_eps",
+                 "pool")
 
 
 def resolve(model: str | Callable[..., Any]) -> tuple[Any, str]:
     """(mixer class or factory, display name) for a registered name, a `module:Class` string or an object."""
     if isinstance(model, str):
-        return models.get(model), model
+        obj = models.get(model)
+        if not callable(obj):
+            raise ConfigError("--model", f"{model!r} is a {type(obj).__name__}, neither an nn.Module subclass (a "
+                              "mixer) nor a callable (a factory)", "see docs/models.md, Plugging in your own model")
+        return obj, model
     return model, getattr(model, "__qualname__", getattr(model, "__name__", repr(model)))
 
 
@@ -57,35 +62,29 @@ def _named_params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
-def _coerce(value: Any, param: inspect.Parameter | None) -> Any:
-    """Parse a command-line string by the parameter's annotation or default (int, float, bool, None, JSON)."""
+def _coerce(value: Any, param: inspect.Parameter | None, hints: Mapping[str, Any], key: str) -> Any:
+    """A command-line string as the type the parameter's annotation (or its default) names, through the one value
+    parser (`ssmbench.config.parse_value`): a value that is not that type is a ConfigError naming the key."""
     if not isinstance(value, str) or param is None:
         return value
-    hint = str(param.annotation) if param.annotation is not inspect.Parameter.empty else ""
-    default = param.default
-    text = value.strip()
-    if text.lower() in ("none", "null") and ("None" in hint or default is None):
-        return None
-    if "bool" in hint or isinstance(default, bool):
-        if text.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return text.lower() in ("1", "true", "yes", "on")
-    for kind, parse in (("int", int), ("float", float)):
-        if kind in hint.replace("None", "") or type(default) is parse:
-            try:
-                return parse(text)
-            except ValueError:
-                pass
-    if hint.startswith("str") or isinstance(default, str):
-        return text
+    typ = hints.get(param.name)
+    if typ is None and param.default is not inspect.Parameter.empty and param.default is not None:
+        typ = type(param.default)
+    return parse_value(value, typ, f"model.{key}")
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Evaluated annotations of a callable (empty when they cannot be evaluated)."""
+    import typing
+
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        return typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - a plug-in's annotation that names something unimportable: parse as literals
+        return {}
 
 
 def _unknown(key: str, name: str, choices: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
-    hint = f"; did you mean 'model.{close[0]}'?" if close else f"; accepted: {', '.join(sorted(choices))}"
+    hint = did_you_mean(key, choices, "'model.{}'") or f"; accepted: {', '.join(sorted(choices))}"
     return ConfigError(f"model.{key}", f"unknown key for model {name!r}{hint}")
 
 
@@ -97,7 +96,7 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
         model: a registered name, `module:Class`, a mixer class or a factory.
         spec: the task's Spec.
         overrides: `model.*` keys (the prefix is optional); values may be strings from the command line.
-            Backbone keys: d_model, n_layers, norm, prenorm, out_proj, dropout, bidirectional, norm_eps; every other
+            Backbone keys: d_model, n_layers, norm, prenorm, out_proj, dropout, bidirectional, norm_eps, pool; every other
             key must be a parameter named by the mixer's `__init__` (or the factory's signature).
         allow_noncausal: accept a mixer declaring `causal = False` on a causal task (results are non-compliant).
 
@@ -112,7 +111,8 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
     elif callable(obj):
         built = _build_factory(obj, name, spec, keys)
     else:
-        raise SsmbenchError(f"model {name!r} is neither an nn.Module subclass (mixer) nor a callable (factory)")
+        raise ConfigError("--model", f"{name!r} is a {type(obj).__name__}, neither an nn.Module subclass (a mixer) "
+                          "nor a callable (a factory)", "see docs/models.md, Plugging in your own model")
     built.model_name = name  # type: ignore[assignment]
     return built
 
@@ -121,12 +121,13 @@ def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allo
     params = _named_params(cls.__init__)
     own = [n for n in params if n not in MIXER_RESERVED]
     backbone_params = _named_params(SequenceModel.__init__)
+    hints, backbone_hints = _hints(cls.__init__), _hints(SequenceModel.__init__)
     bb, mixer_kw = {}, {}
     for key, value in keys.items():
         if key in BACKBONE_KEYS:
-            bb[key] = _coerce(value, backbone_params.get(key))
+            bb[key] = _coerce(value, backbone_params.get(key), backbone_hints, key)
         elif key in own:
-            mixer_kw[key] = _coerce(value, params[key])
+            mixer_kw[key] = _coerce(value, params[key], hints, key)
         else:
             raise _unknown(key, name, own + list(BACKBONE_KEYS))
     bidirectional = bool(bb.pop("bidirectional", not spec.causal))
@@ -187,11 +188,12 @@ def quick_causality_check(mixer: nn.Module, d_model: int, seq_len: int, name: st
 def _build_factory(factory: Callable[..., Any], name: str, spec: Spec, keys: dict[str, Any]) -> nn.Module:
     params = _named_params(factory)
     own = list(params)[1:]  # the first parameter receives the Spec
+    hints = _hints(factory)
     kwargs = {}
     for key, value in keys.items():
         if key not in own:
             raise _unknown(key, name, own)
-        kwargs[key] = _coerce(value, params[key])
+        kwargs[key] = _coerce(value, params[key], hints, key)
     built = factory(spec, **kwargs)
     if not isinstance(built, nn.Module):
         raise SsmbenchError(f"model {name!r}: the factory returned {type(built).__name__}, expected nn.Module")

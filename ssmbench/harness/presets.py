@@ -7,8 +7,10 @@ module lists no task names:
 
 * `quick`: the section named by the task's `preset_family` (or its name) -- its keys, then the model's, then the
   task's, then the (model, task) pair's; a task without a section (a plug-in) gets the `generic` section;
-* `paper`: the row `dlr_paper/<family>/<model>` with the family from `Task.paper_family(config)` (atomic tasks:
-  `atomic` at L = 4096, `atomic512`; SHIFT at other lengths: `long_shift`, Table 2); a full row name is accepted.
+* `paper`: the row `<paper>/<family>/<model>` with the family from `Task.paper_family(config)` (atomic tasks:
+  `atomic` at L = 4096, `atomic512`; SHIFT at other lengths: `long_shift`, Table 2): the DLR paper's rows
+  (`dlr_paper/...`), or another paper's for a family the DLR paper did not run (LRA Pathfinder,
+  `lra_pathfinder<S>`: `lru_paper/...`, `las_paper/...`, `s4_repo/...`); a full row name is accepted.
 
 Example:
     >>> from ssmbench.registry import get_task
@@ -80,9 +82,10 @@ def resolve_preset(preset: str, task: Any, model: str, config: Any = None, lengt
     if preset == "paper":
         config = config if config is not None else task.presets[task.default_preset]
         family = task.paper_family(config)
-        name = f"dlr_paper/{family}/{model}"
+        name = next((r for r in rows if r.split("/", 1)[1] == f"{family}/{model}"),
+                    f"dlr_paper/{family}/{model}")
         if name not in rows:
-            have = sorted(r for r in rows if r.startswith(f"dlr_paper/{family}/"))
+            have = sorted(r for r in rows if r.split("/")[1] == family)
             if not have:  # e.g. Pathfinder at a size the paper did not run: name the families it did run
                 stem = family.rstrip("0123456789")
                 have = sorted({r.rsplit("/", 1)[0] for r in rows if r.split("/")[1].rstrip("0123456789") == stem})

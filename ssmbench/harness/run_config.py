@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any
 
 from ..config import config_sha256, parse_value
 from ..errors import ConfigError
+from ..plain import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,8 @@ class EvalConfig:
     """Selection metric on val: `auto` (min MSE for regression, max accuracy / macro-F1 for classification)."""
     monitor_variant: str = "exact"
     """`exact` or `batchavg` (the paper's per-batch average) for the selection metric."""
+    log_samples: bool = False
+    """Write the test split's per-sample predictions to RUN/predictions/test.npz (`--log-samples`)."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,7 @@ class RunConfig:
             elif head in SECTIONS:
                 sections[head][rest] = value
             else:
-                close = difflib.get_close_matches(head, [*SECTIONS, "model", "task"], n=1)
-                hint = f"; did you mean '{close[0]}.{rest}'?" if close else \
+                hint = did_you_mean(head, [*SECTIONS, "model", "task"], "'{}." + rest + "'") or \
                     "; keys start with model., train., eval., data., hardware. or task."
                 raise ConfigError(key, f"unknown section {head!r}{hint}")
         changes: dict[str, Any] = {"model_overrides": model}
@@ -270,8 +271,7 @@ def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:
     parsed = {}
     for key, raw in values.items():
         if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f"; did you mean '{name}.{close[0]}'?" if close else f"; known: {', '.join(names)}"
+            hint = did_you_mean(key, names, f"'{name}." + "{}'") or f"; known: {', '.join(names)}"
             raise ConfigError(f"{name}.{key}", f"unknown key{hint}")
         hint = typing.get_type_hints(type(section))[key]
         if isinstance(raw, str) and hint == (str | None) and raw.strip().lower() not in ("none", "null"):

@@ -21,7 +21,7 @@ from .evaluation import EvalResult
 from .run_config import RunConfig
 from .run_folder import RunFolder, default_run_dir, load_checkpoint
 
-SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "hardware.device", "hardware.precision",
+SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "eval.log_samples", "hardware.device", "hardware.precision",
                 "hardware.threads", "data.workers", "L", "task.L", "size", "task.size")
 """What may change when scoring a checkpoint: nothing that changes the model; `L` / `size` score it at another
 length or image side (a length-generalisation test: the config is resolved as `ssmbench generate` would)."""
@@ -68,7 +68,7 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
     from .facts import check_direction, model_facts
     from .folder_feed import eval_set_for
     from .threads import apply_threads
-    from .trainer import StopFlag, TrainingInterrupted, evaluate_split, setup
+    from .trainer import StopFlag, TrainingInterrupted, evaluate_split, save_predictions, setup
 
     threads = apply_threads(cfg.hardware.threads, cfg.data.workers)
     check_direction(cfg, cfg.spec())
@@ -82,8 +82,9 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
                               f"({str(exc).splitlines()[0]})") from None
     n = cfg.eval.test_samples if split == "test" else cfg.eval.val_samples
     facts = model_facts(s)
+    kept: list[Any] | None = [] if cfg.eval.log_samples else None
     with StopFlag() as stop:
-        scores = evaluate_split(s, eval_set_for(cfg, split, s.env.rank, s.env.world_size, n))
+        scores = evaluate_split(s, eval_set_for(cfg, split, s.env.rank, s.env.world_size, n), kept)
         if D.any_rank(stop.signum is not None, s.env.device):
             raise TrainingInterrupted("interrupted while scoring; nothing was written",
                                       "run the same command again (scoring starts over)")
@@ -94,6 +95,10 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
     if s.env.is_main:
         run.create()
         run.write_config(cfg.to_json())
+    D.barrier()
+    if kept is not None:
+        save_predictions(run, kept, s.env, split)
+    if s.env.is_main:
         run.write_metrics(metrics)
     D.barrier()
     return EvalResult(run.path, cfg, metrics)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,11 @@ def expand_tasks(text: str) -> list[str]:
 
 
 def is_suite(text: str | None) -> bool:
-    """True when `--task` names a group or several tasks (not one task)."""
+    """True when `--task` names a group or several tasks (not one task, nor a plug-in `module:Class`)."""
     if text is None:
         return True  # the bare `ssmbench eval --model M`: the atomic group
-    return "," in text or (text not in task_registry and text in task_groups())
+    # a name that is no task goes through `expand_tasks` too, whose error suggests tasks and groups alike
+    return "," in text or (text not in task_registry and ":" not in text)
 
 
 def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[str, Any]) -> Path:
@@ -100,46 +101,52 @@ def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[s
 
 def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: Callable[..., Any], *,
               preset: str = "quick", runs_root: str | Path = "runs", out: str | Path | None = None,
-              settings: Mapping[str, Any] | None = None, quiet: bool = False,
+              settings: Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None, quiet: bool = False,
               report: Callable[[Any], None] | None = None, **kwargs: Any) -> tuple[Path, list[Any]]:
-    """Run every task of `task_text` in turn in one suite folder; returns (folder, results).
+    """Run every task of `task_text` (with each of `seeds`, when given) in turn in one suite folder; returns
+    (folder, results).
 
-    `evaluate(model, task, preset, out=..., quiet=..., **kwargs)` and `resume(run_dir, quiet=...)` are
+    `evaluate(model, task, preset, out=..., quiet=..., **kwargs)` and `resume(run_dir, quiet=..., force=...)` are
     `ssmbench.harness.evaluation`'s (passed in, so this module stays free of torch).
     """
     from .run_folder import RunFolder
 
     names = expand_tasks(task_text)
+    runs = [(name, seed) for name in names for seed in (seeds or [None])]
     root = Path(out) if out else suite_dir(runs_root, task_text, model, {"tasks": names, "preset": preset,
+                                                                           "seeds": list(seeds or []),
                                                                            **(settings or {})})
     root.mkdir(parents=True, exist_ok=True)
-    (root / "suite.json").write_text(json.dumps({"model": model, "tasks": names, "preset": preset,
-                                                 "settings": dict(settings or {})}, sort_keys=True, default=str))
+    (root / "suite.json").write_text(json.dumps({"model": model, "tasks": names, "seeds": list(seeds or []),
+                                                 "preset": preset, "settings": dict(settings or {})},
+                                                sort_keys=True, default=str))
     results: list[Any] = []
     durations: list[float] = []
-    for i, name in enumerate(names):
-        run = RunFolder(root / name.replace(":", "_"))
-        _say(f"[{i}/{len(names)} done] {name}: {_plan(run, durations, len(names) - i)}", quiet)
+    for i, (name, seed) in enumerate(runs):
+        label = name.replace(":", "_") + (f"-seed{seed}" if seed is not None else "")
+        run = RunFolder(root / label)
+        _say(f"[{i}/{len(runs)} done] {label}: {_plan(run, durations, len(runs) - i)}", quiet)
         start = time.time()
+        args = {**kwargs, **({"seed": seed} if seed is not None else {})}
         try:
             if run.finished:
                 result = _finished(run)
             elif run.last.exists():
-                result = resume(run.path, quiet=quiet)
+                result = resume(run.path, quiet=quiet, force=kwargs.get("force", False))
             else:
-                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **kwargs)
+                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args)
         except (KeyboardInterrupt, SsmbenchError) as exc:
             if isinstance(exc, KeyboardInterrupt) or exc.exit_code == 130:
                 first = getattr(exc, "message", "interrupted")
-                raise SuiteInterrupted(f"{first} (suite {root}: {i}/{len(names)} tasks done)",
-                                       "re-run the same command to continue the suite: finished tasks are skipped "
-                                       f"and {name} resumes from its last.pt") from None
+                raise SuiteInterrupted(f"{first} (suite {root}: {i}/{len(runs)} runs done)",
+                                       "re-run the same command to continue the suite: finished runs are skipped "
+                                       f"and {label} resumes from its last.pt") from None
             raise
         durations.append(float(result.metrics.get("wall_time_s") or (time.time() - start)))
         results.append(result)
         if report is not None:
             report(result)
-    _say(f"[{len(names)}/{len(names)} done] suite folder: {root}", quiet)
+    _say(f"[{len(runs)}/{len(runs)} done] suite folder: {root}", quiet)
     return root, results
 
 

@@ -3,7 +3,7 @@
 * Figure 2 (ListOps-Subtrees): token accuracy per node height and per operator. The table goes into metrics.json
   as `figure2` ({"by_height": {h: {correct, total, accuracy}}, "by_operator": {MIN|MAX|MED|SM: ...}}), the bars
   into plots/figure2_breakdown.png.
-* Figure 3 (Pathfinder): validation images with their gold masks above the model's predicted masks,
+* Figure 3 (image segmentation, i.e. Pathfinder; recognised from the task's Spec): validation images with their gold masks above the model's predicted masks,
   plots/figure3_samples.png.
 
 Example:
@@ -19,13 +19,12 @@ from typing import Any
 
 import torch
 
+from ..data.preview import MASK_COLOURS, MASK_LEGEND
 from .plots import save_png
 
 OPERATORS = ("MIN", "MAX", "MED", "SM")
 """Operator codes 0..3 of `node_op` (the frozen ListOps vocabulary)."""
 FIGURE3_SAMPLES = 6
-MASK_COLOURS = ("black", "tab:orange", "tab:cyan")
-"""Class 0 (background), 1 and 2 (the two main paths)."""
 
 
 def task_figures(s: Any, run: Any, val_metrics: dict[str, Any], val: Any) -> dict[str, Any]:
@@ -35,7 +34,9 @@ def task_figures(s: Any, run: Any, val_metrics: dict[str, Any], val: Any) -> dic
         table = figure2_table(val_metrics["breakdowns"])
         plot_figure2(table, run.plots / "figure2_breakdown.png", title)
         return {"figure2": table}
-    if s.cfg.task == "pathfinder":
+    spec = s.spec
+    if spec.input_kind == "pixels" and spec.target_kind == "classify" and spec.l_output == spec.seq_len:
+        # an image segmentation task (Pathfinder): Figure 3, images above gold and predicted masks
         head = val.head(FIGURE3_SAMPLES)
         pred = predict(s, head["inputs"])
         plot_figure3(head["inputs"], head["targets"], pred, run.plots / "figure3_samples.png", title)
@@ -111,7 +112,5 @@ def plot_figure3(inputs: torch.Tensor, targets: torch.Tensor, pred: torch.Tensor
                 ax.imshow(images[c].numpy(), cmap=colours, vmin=vmin, vmax=vmax, interpolation="nearest")
             if c == 0:
                 ax.set_ylabel(name)
-    key = f"masks: {MASK_COLOURS[1].removeprefix('tab:')} = main path, {MASK_COLOURS[2].removeprefix('tab:')} = " \
-          "main path with circles at both ends"
-    fig.suptitle(f"{title}\n{key}" if title else key)
+    fig.suptitle(f"{title}\n{MASK_LEGEND}" if title else MASK_LEGEND)
     return save_png(fig, out)

@@ -96,8 +96,9 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     return Setup(cfg, env, spec, model, objective)
 
 
-def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
-    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks."""
+def evaluate_split(s: Setup, data: Any, keep: list[tuple[Any, Any, Any]] | None = None) -> dict[str, Any]:
+    """Exact and per-batch metrics of the model on one split (an EvalSet or FolderEvalSet), summed across ranks.
+    `keep`, a list, receives this rank's (sample_index, prediction, target) per batch (`--log-samples`)."""
     from .metrics import all_reduce_metrics
 
     model = s.bare
@@ -109,6 +110,8 @@ def evaluate_split(s: Setup, data: Any) -> dict[str, Any]:
             pred = model(x.to(s.env.device, non_blocking=True))
             kw = {"extra": {k: v.to(s.env.device) for k, v in extra[0].items()}} if extra and extra[0] else {}
             state.update(pred.float(), y.to(s.env.device), idx.to(s.env.device), **kw)
+            if keep is not None:
+                keep.append((idx, pred.argmax(-1) if s.spec.target_kind == "classify" else pred.float(), y))
     all_reduce_metrics(state)
     model.train(was_training)
     return state.compute()
@@ -278,37 +281,46 @@ def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False
           logger: Any = None) -> dict[str, Any]:
     """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks)."""
     with StopFlag() as stop:
-        loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
-        t, state, env = s.cfg.train, loop.state, s.env
-        first_step = state.step
-        feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
-        tick = time.perf_counter()
-        for step, batch in feed:
-            got = time.perf_counter()
-            train_step(loop, batch)
-            state.step = step + 1
-            done = state.step == t.steps
-            if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:
-                log_train(loop)
-            if env.device.type == "cuda" and (state.step % 50 == 0 or done):
-                torch.cuda.synchronize(env.device)
-            if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
-                state.data_wait += got - tick
-                state.train_time += time.perf_counter() - tick
-                state.timed_steps += 1
-            loop.bar.update(1)
-            if state.step % t.eval_every == 0 or done:
-                validate(loop)
-            if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
-                checkpoint(loop, run.last)
-            if D.any_rank(stop.signum is not None, env.device):
-                checkpoint(loop, run.last)
-                raise interrupted(loop)
-            tick = time.perf_counter()
-        loop.bar.close()
-        metrics = finish(loop)
-        if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
+        try:
+            return _train(s, run, stop, resume=resume, quiet=quiet, logger=logger)
+        except KeyboardInterrupt:  # a second Ctrl-C: at once, without saving this step
+            raise TrainingInterrupted(f"interrupted at once (a second Ctrl-C); {run.last} holds the last saved step",
+                                      f"continue with `ssmbench eval --resume {run.path}`") from None
+
+
+def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: bool, logger: Any) -> dict[str, Any]:
+    """The loop itself (see the module docstring); `stop` is set by SIGINT / SIGTERM."""
+    loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
+    t, state, env = s.cfg.train, loop.state, s.env
+    first_step = state.step
+    feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
+    tick = time.perf_counter()
+    for step, batch in feed:
+        got = time.perf_counter()
+        train_step(loop, batch)
+        state.step = step + 1
+        done = state.step == t.steps
+        if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:
+            log_train(loop)
+        if env.device.type == "cuda" and (state.step % 50 == 0 or done):
+            torch.cuda.synchronize(env.device)
+        if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
+            state.data_wait += got - tick
+            state.train_time += time.perf_counter() - tick
+            state.timed_steps += 1
+        loop.bar.update(1)
+        if state.step % t.eval_every == 0 or done:
+            validate(loop)
+        if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
+            checkpoint(loop, run.last)
+        if D.any_rank(stop.signum is not None, env.device):
+            checkpoint(loop, run.last)
             raise interrupted(loop)
+        tick = time.perf_counter()
+    loop.bar.close()
+    metrics = finish(loop)
+    if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
+        raise interrupted(loop)
     return metrics
 
 
@@ -321,7 +333,10 @@ def finish(loop: Loop) -> dict[str, Any]:
     if run.best.exists():
         s.bare.load_state_dict(load_checkpoint(run.best)["model"])
     test = eval_set_for(cfg, "test", env.rank, env.world_size)
-    scores = {"val": evaluate_split(s, loop.val), "test": evaluate_split(s, test)}
+    kept: list[Any] | None = [] if cfg.eval.log_samples else None
+    scores = {"val": evaluate_split(s, loop.val), "test": evaluate_split(s, test, kept)}
+    if kept is not None:
+        save_predictions(run, kept, env)
     figures = task_figures(s, run, scores["val"], loop.val) if env.is_main else {}
     return {**scores, **figures, "best_step": state.best_step,
             "monitor": {"key": s.objective.monitor, "mode": s.objective.mode, "value": state.best_value},
@@ -329,6 +344,27 @@ def finish(loop: Loop) -> dict[str, Any]:
             "time_per_step_s": state.train_time / max(1, state.timed_steps),
             "data_wait_share": state.data_wait / max(1e-12, state.train_time),
             "peak_memory_bytes": _peak_memory(env.device)}
+
+
+def save_predictions(run: RunFolder, kept: list[tuple[Any, Any, Any]], env: D.DistEnv, split: str = "test") -> None:
+    """RUN/predictions/<split>.npz (<split>.rank<r>.npz under torchrun: each rank its slice): `sample_index` (n,), the
+    `predictions` (regression: (n, l_output, d_output) float32; classification: (n, positions) class ids) and the
+    `targets`, in sample order."""
+    import numpy as np
+
+    from ..data.shards import atomic_write_bytes
+
+    folder = run.path / "predictions"
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {"sample_index": torch.cat([k[0] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.int64),
+              "predictions": torch.cat([k[1] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32),
+              "targets": torch.cat([k[2] for k in kept]).cpu().numpy() if kept else np.zeros(0, np.float32)}
+    import io
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    name = f"{split}.npz" if env.world_size == 1 else f"{split}.rank{env.rank}.npz"
+    atomic_write_bytes(folder / name, buffer.getvalue())
 
 
 def _record(loop: Loop, record: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """Fixtures for the distribution tests: tiny generated datasets and a loopback HTTP server with Range support.
 
 `DataServer` serves a folder over HTTP/1.1 on 127.0.0.1 (a fresh port each time), answers `Range: bytes=N-` with
-206 (Python's stock http.server does not), and injects faults: a path that answers 404, a path served with other
+206 (Python's stock http.server does not; `ranges = False` ignores Range, as some hosts do), and injects
+faults: a path that answers 404, a path served with other
 bytes, and a path whose transfer stops after a number of bytes (the connection is dropped, or the whole server is
 shut down, as a host dying mid-file). Every request is logged as (path, range start or None, status).
 """
@@ -28,6 +29,10 @@ class DataServer:
         self.replace: dict[str, bytes] = {}
         self.cut: dict[str, int] = {}  # path -> bytes sent before the transfer dies (once per path)
         self.die_on_cut = False  # also shut the whole server down at the cut
+        self.ranges = True  # False: ignore Range headers and always send the whole file (200), as some hosts do
+        self.pause: dict[str, threading.Event] = {}  # path -> send half the body, then wait for this event
+        self.token: str | None = None  # when set, answer 401 to requests without "Authorization: Bearer <token>"
+        self.auth_seen: list[str | None] = []  # the Authorization header of every request
         self.bytes_sent: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
@@ -55,6 +60,8 @@ class DataServer:
         return [entry for entry in self.log if entry[0] == path]
 
     def stop(self) -> None:
+        for gate in self.pause.values():
+            gate.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -66,6 +73,13 @@ class DataServer:
     def _get(self, h: http.server.BaseHTTPRequestHandler) -> None:
         path = h.path.lstrip("/")
         file = self.root / path
+        self.auth_seen.append(h.headers.get("Authorization"))
+        if self.token is not None and h.headers.get("Authorization") != f"Bearer {self.token}":
+            self._record(path, None, 401)
+            h.send_response(401)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
         if path in self.missing or not file.is_file():
             self._record(path, None, 404)
             h.send_response(404)
@@ -75,7 +89,7 @@ class DataServer:
         data = self.replace.get(path, file.read_bytes())
         start = None
         header = h.headers.get("Range")
-        if header and header.startswith("bytes=") and header.endswith("-"):
+        if self.ranges and header and header.startswith("bytes=") and header.endswith("-"):
             start = int(header[len("bytes="):-1])
             if start >= len(data):
                 self._record(path, start, 416)
@@ -104,6 +118,12 @@ class DataServer:
                 threading.Thread(target=self.stop, daemon=True).start()
             return
         self._record(path, start, status, len(body))
+        gate = self.pause.get(path)
+        if gate is not None:
+            h.wfile.write(body[:len(body) // 2])
+            h.wfile.flush()
+            gate.wait(60)
+            body = body[len(body) // 2:]
         h.wfile.write(body)
 
 

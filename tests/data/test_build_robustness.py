@@ -57,7 +57,7 @@ def cli():
     for proc in started:  # not communicate(): orphaned workers would keep the pipes open
         if proc.poll() is None:
             proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=600)
         proc.stdout.close()
         proc.stderr.close()
 
@@ -193,7 +193,7 @@ def test_two_concurrent_runs_into_one_folder_both_succeed(tmp_path, first, cli):
             cli("generate", *SHARED, "--out", str(tmp_path), "-q", "--json")]
     written = []
     for proc in runs:
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err
         assert err == ""
         written.append(json.loads(out)["shards_written"])
@@ -238,7 +238,7 @@ def test_ctrl_c_stops_with_one_line_and_130_and_the_same_command_continues(tmp_p
     folder = tmp_path / "shift-1024"
     wait_for(lambda: any((folder / ".build" / "train").glob("*.json")))
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=900)
     assert proc.returncode == 130, err
     assert LINE.match(err.strip()) and err.count("\n") == 1, err  # one line: no traceback, no "Exception ignored"
     assert 1 <= int(LINE.match(err.strip()).group(1)) < 60 and out == ""
@@ -268,8 +268,8 @@ def test_workers_exit_when_the_build_process_is_killed(tmp_path, cli):
     wait_for(lambda: any((tmp_path / "shift-1024" / ".build" / "train").glob("*.json")))
     assert len(marked_processes(marker)) >= 3  # the build, its forkserver, two workers (and a resource tracker)
     proc.kill()
-    proc.wait(timeout=60)
-    wait_for(lambda: not marked_processes(marker), timeout=15)
+    proc.wait(timeout=600)
+    wait_for(lambda: not marked_processes(marker), timeout=300)
     again = build_here(INTERRUPTIBLE, tmp_path)  # the killed workers' temporaries are stale: removed on the way
     assert again.finalized and not temporaries(again.path) and verify_dataset(again.path).ok
 
@@ -452,7 +452,7 @@ def test_svml_is_disabled_whatever_the_import_order_and_recorded(tmp_path, tiny_
             "                  numba.core.config.DISABLE_INTEL_SVML]))")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_INTEL_SVML"}
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
-                          timeout=300)
+                          timeout=900)
     assert done.returncode == 0, done.stderr
     environment, content, disabled = json.loads(done.stdout)
     assert environment["NUMBA_DISABLE_INTEL_SVML"] == "1" and disabled == 1

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data.catalog import find_entry, load_catalog, resolve_dataset
+from ssmbench.data.catalog import find_entry, load_catalog
 from ssmbench.data.download import download_dataset, hf_to_https
+from ssmbench.data.get import resolve_dataset
 from ssmbench.data.verify import verify_dataset
 from ssmbench.errors import DatasetError
 
@@ -257,7 +258,12 @@ def test_catalogue_errors(tmp_path):
     bad.write_text(json.dumps({"format": 1, "datasets": {"x": {"sources": [], "manifest_sha256": "zz"}}}))
     with pytest.raises(Exception, match="needs `sources`"):
         load_catalog(bad, env=False)
-    assert len(load_catalog(None, env=False)) == 0  # the built-in catalogue has no invented entries
+    builtin = load_catalog(None, env=False)  # entries written by benchmarks/paper_suite.py from real builds
+    assert "shift-4096-ci" in builtin
+    for name in builtin:
+        e = builtin[name]
+        assert e.build["argv"][0] == "generate" and e.shards and e.content_digest and e.num_samples, name
+        assert not e.sources, f"{name}: nothing is hosted yet, so no entry names a mirror"
 
 
 
@@ -291,4 +297,6 @@ def test_open_dataset_by_catalogue_name_downloads_into_the_data_root(host, tiny_
     test = ssmbench.open_dataset(NAME, split="test")
     assert len(test) == 4 and (tmp_path / "data" / NAME / "manifest.json").exists()
     host.log.clear()
-    assert len(ssmbench.open_dataset(NAME, split="val")) == 4 and host.log == []  # found locally the second time
+    assert len(ssmbench.open_dataset(NAME, split="test")) == 4 and host.log == []  # found locally the second time
+    assert len(ssmbench.open_dataset(NAME, split="val")) == 4  # only the test split came first: val now
+    assert {p for p, _, _ in host.log if p.endswith(".h5")} == {f"ssm/{NAME}/val/shard-00000-of-00001.h5"}

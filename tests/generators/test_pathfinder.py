@@ -264,6 +264,12 @@ def test_statistics_and_card_markdown():
     out = TASK.generate(cfg, keys(cfg, 4))
     stats = TASK.statistics(cfg, out)
     assert stats["class_pixels"].sum() == 4 * 128 * 128 and stats["connected"].sum() == 4
+    want = np.bincount(out["targets"].reshape(-1).astype(np.int64), minlength=3)[:3]  # the widening oracle
+    np.testing.assert_array_equal(stats["class_pixels"], want)
+    assert want.min() > 0 and stats["class_pixels"].dtype == np.int64
+    strided = {**out, "targets": out["targets"][:, ::2, ::3]}  # any layout counts the same
+    np.testing.assert_array_equal(TASK.statistics(cfg, strided)["class_pixels"],
+                                  np.bincount(strided["targets"].reshape(-1), minlength=3)[:3])
     assert stats["n_distractors"].sum() == 4 and stats["margin"].sum() == 4
     assert stats["pair_attempts"][0] == out["n_pair_attempts"].astype(int).sum()
     md = TASK.statistics_markdown(cfg, {"val": {k: np.asarray(v).tolist() for k, v in stats.items()}})

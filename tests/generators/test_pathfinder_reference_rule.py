@@ -138,6 +138,7 @@ def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
     import h5py
 
     from ssmbench.data.build import generate_dataset
+    from ssmbench.data.verify import verify_dataset
     from ssmbench.task_config import resolve_config
 
     arrays = {}
@@ -146,6 +147,8 @@ def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
         folder = generate_dataset("pathfinder", config, out=tmp_path / rule, n=10, quiet=True).path
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["config"]["label_rule"] == rule
+        report = verify_dataset(folder, deep=True)  # the oracle holds under both rules
+        assert report.ok and report.oracle_rows, report.problems[:2]
         shard = manifest["splits"]["train"]["shards"][0]["path"]
         with h5py.File(folder / shard, "r") as h5:
             arrays[rule] = {name: h5[name][()] for name in ("inputs", "targets", "label")}

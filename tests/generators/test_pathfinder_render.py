@@ -63,7 +63,7 @@ def test_templates_and_footprints_match_the_plain_rasteriser(size):
         for k, (angle, tid) in enumerate(cases):
             theta = angle if k >= len(picks) else (angle + math.pi if angle < 0 else angle - math.pi)
             want = g.counts(60, 60, theta, cfg.dash_length, cfg.dash_thickness / 2, float(m))
-            pos, y0, x0, h, w = meta[tid]
+            pos, y0, x0, h, w = meta[tid][:5]
             got = np.zeros_like(want)
             got[60 + y0:60 + y0 + h, 60 + x0:60 + x0 + w] = pool[pos:pos + h * w].reshape(h, w)
             np.testing.assert_array_equal(got, want)
@@ -72,3 +72,43 @@ def test_templates_and_footprints_match_the_plain_rasteriser(size):
             zone = runs[mi, d + 180, :nruns[mi, d + 180]]
             ours = {(int(dy), x) for dy, lo, hi in zone for x in range(lo, hi + 1)}
             assert ours == foot and (0, 0) in ours and len(ours) == sum(hi - lo + 1 for _, lo, hi in zone)
+
+
+def _fill(cfg, tables, n=6):
+    """Images, masks and metadata of the first n train keys of seed 0, from the kernel with the given tables."""
+    from ssmbench.generators._pathfinder_kernel import META, fill_batch
+    from ssmbench.generators.pathfinder import Pathfinder
+    from ssmbench.seeding import keys_for
+
+    keys = keys_for("pathfinder", Pathfinder.version, cfg.to_dict(), 0, "train", 0, n, Pathfinder.stream_exempt)
+    ip, fp, margins, sub, _ = kernel_params(cfg)
+    s, nd = cfg.size, cfg.num_distractors
+    out = (np.zeros((n, s, s), np.uint8), np.zeros((n, s, s), np.uint8), np.zeros((n, META), np.int64))
+    geo = (np.zeros((0, 2, cfg.contour_length, 5)), np.zeros((0, nd, cfg.distractor_length, 5)),
+           np.zeros((0, nd), np.int64), np.zeros((0, nd, 2), np.int64))
+    fill_batch(keys, ip, fp, margins, sub, tables, *out, *geo)
+    return out
+
+
+@pytest.mark.parametrize("size", ["128", "512"])
+def test_candidate_tables_give_the_ring_path_bytes(size):
+    """Scoring from the per-heading candidate tables (non-zero turn weights only) draws exactly what scoring every
+    ring point does: the same images, masks and metadata (attempt counts included)."""
+    cfg = PRESETS[size]
+    tables = kernel_params(cfg)[4]
+    start, offsets, weights = tables[15:18]
+    assert len(start) == tables[8].shape[0] + 1 and (weights > 0).all() and len(offsets) == len(weights)
+    ring = (*tables[:15], np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0), *tables[18:])  # ring path
+    fast, slow = _fill(cfg, tables), _fill(cfg, ring)
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fast[2][:, 17].sum() > len(fast[2])  # main-pair retries happened, so many extensions were scored
+
+
+def test_ring_offsets_refuse_points_next_to_a_pixel_edge():
+    """Truncated candidates equal pivot + floor(offset) only away from integers (or exactly on them)."""
+    from ssmbench.generators._pathfinder_tables import ring_offsets
+
+    got = ring_offsets([0.0, 2.5, 2.7, -0.2], [3.0, 1.5, 1.9, -4.5])
+    assert got.tolist() == [[-1, -5], [0, 3], [2, 1]]  # floor, de-duplicated, (y, x) order
+    assert ring_offsets([1e-12], [0.0]) is None and ring_offsets([0.0], [3.0 - 1e-11]) is None

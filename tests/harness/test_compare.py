@@ -6,7 +6,7 @@ import json
 import logging
 
 from ssmbench.cli.app import emit
-from ssmbench.harness.compare import build_table, load_runs
+from ssmbench.harness.compare import build_table, load_runs, render_text
 
 
 def _run(folder, metrics):
@@ -29,12 +29,52 @@ def test_folders_without_test_scores_are_skipped_with_a_note(tmp_path, caplog):
     assert "val_only: no test scores" in notes and "unfinished: not finished" in notes
 
 
-def test_a_second_run_of_the_same_column_and_task_is_named(tmp_path, caplog):
-    run = {"task": "cumsum", "model": "dlr", "layers": 1, "L": 64, "params": 10, "device": "cpu",
-           "time_per_step_s": 0.1, "cells": {"r2": 0.5, "r2_batchavg": 0.5}}
-    with caplog.at_level(logging.WARNING):
-        build_table([{**run, "run": "runs/a"}, {**run, "run": "runs/b"}])
-    assert any("runs/b replaces an earlier run of cumsum" in r.getMessage() for r in caplog.records)
+def _config(steps: int, seed: int, lr: float = 1e-3, workers: int = 1) -> dict:
+    return {"task": "cumsum", "task_config": {"L": 64}, "model": "dlr", "model_overrides": {"n_layers": 1},
+            "train": {"steps": steps, "lr": lr}, "eval": {"batch_size": 64}, "data": {"seed": 0, "workers": workers},
+            "hardware": {"device": "cpu"}, "seed": seed, "preset": "quick"}
+
+
+def _finished(folder, cfg: dict, r2: float, test_only: bool = False):
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    val = {} if test_only else {"val": {"r2": r2, "r2_batchavg": r2 - 0.01}}
+    (folder / "metrics.json").write_text(json.dumps({"task": cfg["task"], "model": "dlr", "parameters": 10,
+                                                     "device": "cpu", "time_per_step_s": 0.1,
+                                                     "preset": "quick", **val, "test": {"r2": r2}}))
+    return folder
+
+
+def test_a_short_run_never_replaces_a_long_one_and_seeds_are_averaged(tmp_path):
+    """Two configurations (2,000 and 2 steps) and three seeds of the long one: two columns, the long one with the
+    mean ± sample std of its seeds and n=3, the smoke test apart; hand-computed values."""
+    long = [_finished(tmp_path / f"long{s}", _config(2000, s, workers=s + 1), r2) for s, r2 in
+            ((0, 0.99), (1, 0.97), (2, 0.98))]  # data.workers differs: it cannot change a score, same column
+    short = _finished(tmp_path / "short", _config(2, 0), -1.037)
+    table = build_table(load_runs([*long, short]))
+    assert [c["steps"] for c in table["columns"]] == [2000, 2]
+    cell = table["columns"][0]["cells"]["cumsum"]
+    assert cell["n"] == 3 and abs(cell["r2"] - 0.98) < 1e-12 and abs(cell["r2_std"] - 0.01) < 1e-12
+    assert table["columns"][1]["cells"]["cumsum"]["r2"] == -1.037
+    text = render_text(table)
+    assert "2000 steps" in text and "2 steps" in text and "0.980±0.010" in text and "(n=3)" in text
+
+
+def test_a_seed_run_twice_counts_once_and_other_settings_get_their_own_column(tmp_path):
+    a = _finished(tmp_path / "a", _config(100, 0), 0.5)
+    b = _finished(tmp_path / "b", _config(100, 0), 0.6)  # the same seed again: the newest (b) counts
+    other_lr = _finished(tmp_path / "c", _config(100, 0, lr=1e-4), 0.7)
+    table = build_table(load_runs([a, b, other_lr]))
+    assert len(table["columns"]) == 2
+    first = table["columns"][0]["cells"]["cumsum"]
+    assert first["n"] == 1 and first["r2"] == 0.6
+    assert all(" cfg " in c["label"] for c in table["columns"])  # same title otherwise: digests tell them apart
+
+
+def test_a_checkpoint_scored_on_test_only_is_tabulated(tmp_path):
+    scored = _finished(tmp_path / "scored", _config(100, 0), 0.4, test_only=True)
+    table = build_table(load_runs([scored]))
+    assert table["columns"][0]["cells"]["cumsum"]["r2"] == 0.4
 
 
 def test_json_results_are_strict_json(capsys):

@@ -19,9 +19,9 @@ ARGS = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=32", "-o", "model
 def launch(nproc: int, *args: str) -> subprocess.CompletedProcess:
     bindir = Path(sys.executable).parent
     cmd = [str(bindir / "ssmbench")] if nproc == 1 else \
-        [str(bindir / "torchrun"), "--standalone", f"--nproc-per-node={nproc}", "--no-python", "ssmbench"]
+        [str(bindir / "torchrun"), "--standalone", f"--nproc-per-node={nproc}", "--no-python", str(bindir / "ssmbench")]
     env = {**os.environ, "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,16 +130,18 @@ def wait_for_training(log: Path, proc: subprocess.Popen) -> None:
         time.sleep(0.2)
 
 
-def test_group_sigterm_saves_the_step_and_exits_130(tmp_path):
+@pytest.mark.parametrize("during, eval_every, val_samples", [("training", 50, 64), ("validation", 5, 20000)])
+def test_group_sigterm_saves_the_step_and_exits_130(tmp_path, during, eval_every, val_samples):
     """A scheduler's preemption signals the whole process group, data workers included: the run still saves
-    last.pt at the current step and exits 130 with the resume command (workers ignore the signal)."""
+    last.pt at the current step and exits 130 with the resume command (workers ignore the signal). The second case
+    signals right after step 5's loss line, while a long validation of step 5 runs."""
     import torch
 
     exe = Path(sys.executable).with_name("ssmbench")
     args = [str(exe), "eval", "--model", "dlr", "--task", "cumsum", "-o", "L=64", "-o", "model.d_model=16",
-            "-o", "model.d_state=64", "-o", "train.steps=100000", "-o", "train.eval_every=50", "-o",
-            "train.log_every=5", "-o", "eval.val_samples=64", "-o", "eval.test_samples=16", "-o", "data.workers=2",
-            "-q", "--out", str(tmp_path / "run")]
+            "-o", "model.d_state=64", "-o", "train.steps=100000", "-o", f"train.eval_every={eval_every}", "-o",
+            "train.log_every=5", "-o", f"eval.val_samples={val_samples}", "-o", "eval.test_samples=16",
+            "-o", "data.workers=2", "-q", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
                             start_new_session=True)
     wait_for_training(tmp_path / "run" / "metrics.jsonl", proc)
@@ -150,6 +152,8 @@ def test_group_sigterm_saves_the_step_and_exits_130(tmp_path):
     assert "Traceback" not in err and "killed by signal" not in err, err
     saved = torch.load(tmp_path / "run" / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]
     assert 0 < saved < 100000
+    if during == "validation":
+        assert saved == 5
 
 
 def test_sigint_checkpoints_and_resume_finishes_like_one_run(tmp_path):

@@ -176,9 +176,10 @@ def test_checkpoint_scoring_on_two_ranks_counts_every_folder_sample_once(pathfin
     one = score_checkpoint(ckpt, "val", out=tmp_path / "one", quiet=True).metrics["val"]
     exe = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([str(exe), "--standalone", "--nproc-per-node=2", "--no-python", "ssmbench", "eval",
+    result = subprocess.run([str(exe), "--standalone", "--nproc-per-node=2", "--no-python",
+                             str(Path(sys.executable).with_name("ssmbench")), "eval",
                              "--checkpoint", str(ckpt), "--split", "val", "--out", str(tmp_path / "two"), "-q"],
-                            capture_output=True, text=True, env=env, timeout=300, cwd=tempfile.gettempdir())
+                            capture_output=True, text=True, env=env, timeout=900, cwd=tempfile.gettempdir())
     assert result.returncode == 0, result.stderr[-3000:]
     two = json.loads((tmp_path / "two" / "metrics.json").read_text())
     assert two["world_size"] == 2
@@ -192,7 +193,7 @@ def ssmbench_cli(*args: str, data_root: Path | None = None) -> subprocess.Comple
     env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(TESTS)}
     if data_root is not None:
         env["SSMBENCH_DATA"] = str(data_root)
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=300,
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=900,
                           cwd=tempfile.gettempdir())
 
 
@@ -243,7 +244,7 @@ def test_a_causal_only_mixer_on_pathfinder_is_refused_unless_forced(pathfinder, 
 def test_a_non_causal_mixer_without_a_direction_argument_runs_on_pathfinder(pathfinder):
     from types import SimpleNamespace
 
-    from ssmbench.harness.evaluation import check_direction
+    from ssmbench.harness.facts import check_direction
 
     tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
     bidirectional_task = SimpleNamespace(causal=False)
@@ -282,12 +283,13 @@ def test_paper_preset_wants_reference_masks(tmp_path, monkeypatch, caplog):
     with caplog.at_level("WARNING"):
         cfg = RunConfig.resolve("dlr", "pathfinder", "paper", data=folder)
     assert cfg.task_config["label_rule"] == "coverage"
-    lines = [r.getMessage() for r in caplog.records if "not comparable with the paper's Table 3" in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if "not comparable with the paper's" in r.getMessage()]
     assert len(lines) == 1 and "-o label_rule=reference" in lines[0] and "\n" not in lines[0]
+    assert "differs in label_rule" in lines[0]
     caplog.clear()
     with caplog.at_level("WARNING"):
         RunConfig.resolve("dlr", "pathfinder", "quick", data=folder)  # not a paper run: nothing to say
-    assert not [r for r in caplog.records if "Table 3" in r.getMessage()]
+    assert not [r for r in caplog.records if "not comparable" in r.getMessage()]
 
 
 def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_run, tmp_path):
@@ -330,9 +332,11 @@ def test_cli_model_values_are_typed_like_python_ones(pathfinder):
 def test_paper_preset_at_a_size_the_paper_did_not_run_names_the_sizes_it_did():
     from ssmbench.errors import ConfigError
     from ssmbench.harness.presets import resolve_preset
+    from ssmbench.registry import get_task
+    from ssmbench.task_config import resolve
 
     with pytest.raises(ConfigError, match="available: dlr_paper/pathfinder128, dlr_paper/pathfinder256"):
-        resolve_preset("paper", "pathfinder", "dlr", size=32)
+        resolve_preset("paper", get_task("pathfinder"), "dlr", resolve("pathfinder", {"size": 32})[0], size=32)
 
 
 def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, caplog):
@@ -344,6 +348,32 @@ def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, 
         cfg = RunConfig.resolve("local_attention", "listops_subtrees", "paper", data=listops)
         data = eval_set_for(cfg.with_overrides({"eval.val_samples": 50}), "val")
     notes = [r.getMessage() for r in caplog.records]
-    assert any("not the paper's ListOps-Subtrees data (it differs in min_length" in n and
+    assert any("not the paper's listops_subtrees data (it differs in min_length" in n and
                "ssmbench generate listops_subtrees --out" in n for n in notes)
     assert data.num_samples == 8 and any("fewer than the 50 asked for: all 8 are scored" in n for n in notes)
+
+
+def test_a_damaged_shard_is_one_line_naming_it_and_verify(pathfinder, tmp_path):
+    """A flipped bit inside a stored chunk fails HDF5's fletcher32 check in a DataLoader worker: the run stops with
+    one line naming the shard and `ssmbench verify`, not a worker traceback, and leaves no run folder behind."""
+    import shutil
+
+    import h5py
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(pathfinder, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    shard = folder / manifest["splits"]["train"]["shards"][0]["path"]
+    with h5py.File(shard, "r") as f:
+        offset = f["inputs"].id.get_chunk_info(0).byte_offset  # the first stored image
+    data = bytearray(shard.read_bytes())
+    data[offset + 40] ^= 0x10
+    shard.write_bytes(bytes(data))
+    result = ssmbench_cli("eval", "--model", "dlr", "--task", "pathfinder", "--data", str(folder),
+                          "-o", "model.d_model=4", "-o", "model.d_state=8", "-o", "train.steps=12",
+                          "-o", "train.warmup_steps=2",
+                          "-o", "data.workers=1", "-q", "--out", str(tmp_path / "run"))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 2, result.stderr
+    assert shard.name in result.stderr and "ssmbench verify" in result.stderr
+    assert not (tmp_path / "run").exists()

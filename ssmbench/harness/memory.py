@@ -1,0 +1,99 @@
+"""A run's peak memory, estimated before the first step from one measured probe, and a refusal when it cannot fit.
+
+The probe runs the built model forward on one training-shaped sample with autograd on and counts the bytes of every
+tensor autograd saves for the backward pass (`torch.autograd.graph.saved_tensors_hooks`; the hook keeps nothing, so
+the probe itself needs little more than one sample's transient memory). The estimate is
+
+    parameters x 4 (weights, gradients, AdamW's two moments)  +  saved bytes per sample x samples per rank per step
+
+and the run is refused, before its folder exists, when that exceeds the memory the device has free (CUDA:
+`torch.cuda.mem_get_info`; CPU: `MemAvailable` of /proc/meminfo), with one line naming the batch size, the precision
+and the device; `--force` runs it anyway. The number is a lower bound (it leaves out the allocator's slack and
+temporary buffers), so a run it lets through can still run out; a run it refuses would not have fit.
+
+Example:
+    >>> import torch
+    >>> layer = torch.nn.Linear(8, 8)
+    >>> saved_bytes_per_sample(layer, torch.zeros(1, 4, 8))  # the input (1 x 4 x 8 float32) is saved for the weight
+    128
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import ConfigError
+from ..plain import human_bytes
+
+OPTIMIZER_COPIES = 4
+"""Weights, gradients and AdamW's two moment buffers, each the size of the parameters."""
+
+
+def saved_bytes_per_sample(model: torch.nn.Module, x: torch.Tensor) -> int:
+    """Bytes autograd saves for the backward pass of `model(x)` (x: one sample, (1, T, ...)), each storage once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def pack(t: torch.Tensor) -> None:
+        nonlocal total
+        key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+        if key not in seen:
+            seen.add(key)
+            total += t.untyped_storage().nbytes()
+
+    def unpack(_: None) -> torch.Tensor:  # pragma: no cover - the probe never runs backward
+        raise RuntimeError("the memory probe does not run backward")
+
+    was_training = model.training
+    model.train()
+    try:
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            model(x)
+    finally:
+        model.train(was_training)
+    return total
+
+
+def free_bytes(device: torch.device) -> int | None:
+    """Memory the device has free now (None when unknown)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def estimate(s: Any, x1: torch.Tensor) -> dict[str, int]:
+    """The run's peak estimate for a built `trainer.Setup` and one sample `x1` (1, T, ...) on its device."""
+    params = sum(p.numel() * p.element_size() for p in s.model.parameters())
+    per_sample = saved_bytes_per_sample(s.model, x1)
+    local_batch = max(1, s.cfg.train.batch_size // s.env.world_size)
+    return {"parameter_bytes": params, "saved_bytes_per_sample": per_sample,
+            "estimated_peak_bytes": OPTIMIZER_COPIES * params + per_sample * local_batch}
+
+
+def check_fits(s: Any, x1: torch.Tensor, force: bool = False) -> dict[str, int]:
+    """The estimate, or a ConfigError when it exceeds the free memory of the device (unless `force`)."""
+    est = estimate(s, x1)
+    free = free_bytes(s.env.device)
+    est["free_bytes_at_start"] = free if free is not None else -1
+    if free is not None and est["estimated_peak_bytes"] > free and not force:
+        t, precision = s.cfg.train, s.cfg.hardware.precision
+        per_rank = max(1, t.batch_size // s.env.world_size)
+        tips = [f"-o train.batch_size={max(1, t.batch_size // 2)}" if t.batch_size > 1 else None,
+                "--precision bf16" if precision == "fp32" and s.env.device.type == "cuda" else None,
+                "--device cuda" if s.env.device.type == "cpu" and torch.cuda.is_available() else None]
+        raise ConfigError("train.batch_size", f"this run needs at least {human_bytes(est['estimated_peak_bytes'])} "
+                          f"of {s.env.device.type} memory ({human_bytes(est['saved_bytes_per_sample'])} of "
+                          f"activations per sample x {per_rank} samples per step, {precision}), and "
+                          f"{human_bytes(free)} is free",
+                          "try " + " or ".join(x for x in tips if x) + "; --force runs it anyway" if any(tips)
+                          else "--force runs it anyway")
+    return est

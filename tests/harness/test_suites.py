@@ -1,0 +1,52 @@
+"""`ssmbench eval --task a,b` / `--task GROUP`: one run folder per task inside one suite folder that the same command
+finds again (finished tasks skipped, an interrupted one resumed), progress on stderr, the compare table at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ssmbench.harness.suites import expand_tasks, task_groups
+
+TINY = ["-o", "L=32", "-o", "model.d_model=8", "-o", "model.d_state=32", "-o", "train.steps=4",
+        "-o", "train.eval_every=2", "-o", "eval.val_samples=8", "-o", "eval.test_samples=8", "-o", "data.workers=0",
+        ]
+
+
+def ssmbench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("ssmbench")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, timeout=900,
+                          env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def test_groups_come_from_the_tasks():
+    groups = task_groups()
+    assert groups["atomic"] == groups["table1"] and len(groups["atomic"]) == 11
+    assert groups["atomic"][:5] == ["shift", "cumsum", "cummax", "select_fixed", "solve_fixed"]  # Table 1's order
+    assert set(groups["all"]) >= {*groups["atomic"], *groups["higher_order"], "listops"}
+    assert expand_tasks("cumsum,atomic")[:2] == ["cumsum", "shift"] and len(expand_tasks("cumsum,atomic")) == 11
+
+
+def test_a_suite_runs_each_task_once_and_a_rerun_continues_it(tmp_path):
+    first = ssmbench(tmp_path, "eval", "--model", "dlr", "--task", "shift,cumsum", *TINY)
+    assert first.returncode == 0, first.stderr
+    suites = list((tmp_path / "runs").iterdir())
+    assert len(suites) == 1 and sorted(p.name for p in suites[0].iterdir() if p.is_dir()) == ["cumsum", "shift"]
+    suite = suites[0]
+    assert "[0/2 done] shift: starting" in first.stderr and "[1/2 done] cumsum: starting (about" in first.stderr
+    assert "shift" in first.stdout and "cumsum" in first.stdout  # the compare table
+    # an interrupted task (no metrics.json, a last.pt) resumes; a finished one is skipped
+    (suite / "cumsum" / "metrics.json").unlink()
+    again = ssmbench(tmp_path, "eval", "--model", "dlr", "--task", "shift,cumsum", *TINY)
+    assert again.returncode == 0, again.stderr
+    assert "shift: finished earlier, skipped" in again.stderr and "cumsum: resuming from its last.pt" in again.stderr
+    assert list((tmp_path / "runs").iterdir()) == [suite]
+    assert json.loads((suite / "cumsum" / "metrics.json").read_text())["steps"] == 4
+
+
+def test_an_unknown_task_or_group_gets_a_did_you_mean(tmp_path):
+    result = ssmbench(tmp_path, "eval", "--task", "atomc", *TINY, "-q")
+    assert result.returncode == 2 and "did you mean 'atomic'" in result.stderr and "Traceback" not in result.stderr
