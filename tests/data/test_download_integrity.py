@@ -118,14 +118,15 @@ def test_ctrl_c_during_a_download_says_what_was_kept_and_the_same_command_contin
     exe = Path(sys.executable).with_name("ssmbench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from ssmbench.cli import main; main()"]
     args = [*cmd, "download", host.url(f"ssm/{NAME}/"), "--to", str(tmp_path), "--workers", "1", "-q",
-            "--timeout", "2"]
+            "--timeout", "15"]  # long enough that a loaded machine sees the .part before the transfer times out
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"})
     part = tmp_path / NAME / (target + ".part")
     deadline = time.monotonic() + 120
     while not (part.exists() and part.stat().st_size) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)  # the stalled transfer times out (--timeout 2) and is not retried
-    _, err = proc.communicate(timeout=120)
+    assert proc.poll() is None, proc.communicate()[1]  # still downloading when Ctrl-C comes
+    proc.send_signal(signal.SIGINT)  # the stalled transfer times out (--timeout 15) and is not retried
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 130, err
     line = err.strip().splitlines()[-1]
     assert "interrupted: 0/" in line and "1 partial file(s) kept as .part" in line
