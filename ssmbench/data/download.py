@@ -36,8 +36,9 @@ import json
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -265,11 +266,42 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
 
 def _run(http: Http, bases: list[str], root: Path, wanted: list[FileItem], result: DownloadResult,
          workers: int, progress: bool) -> None:
-    from tqdm import tqdm
 
     for stray in root.rglob("*.tmp.*"):  # atomic writes of an earlier run that died mid-write
         stray.unlink(missing_ok=True)
     STOP.clear()
+    with _ctrl_c_sets_stop():
+        _fetch_all(http, bases, root, wanted, result, workers, progress)
+
+
+@contextmanager
+def _ctrl_c_sets_stop() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt as usual and also sets STOP, so an interruption is reported as one even when
+    the KeyboardInterrupt itself was swallowed while a transfer was blocked (it then ends as a time-out)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        STOP.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if STOP.is_set():
+        raise KeyboardInterrupt
+
+
+def _fetch_all(http: Http, bases: list[str], root: Path, wanted: list[FileItem], result: DownloadResult,
+               workers: int, progress: bool) -> None:
+    from tqdm import tqdm
+
     todo = [f for f in wanted if not _is_present(root, f)]
     result.present_files = len(wanted) - len(todo)
     result.to_fetch = todo
@@ -302,6 +334,8 @@ def _run(http: Http, bases: list[str], root: Path, wanted: list[FileItem], resul
     result.fetched_bytes = sum((root / f.path).stat().st_size for f in todo if (root / f.path).exists())
     if not failures:
         return
+    if STOP.is_set():  # a transfer that Ctrl-C left blocked timed out: the interruption is what happened
+        raise KeyboardInterrupt
     lines = [f"{f.path}: {f.detail}" for f in failures]
     bad = [f for f in failures if f.kind == "checksum"]
     if bad:
