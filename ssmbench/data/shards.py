@@ -46,7 +46,7 @@ def canonical_split(split: str, option: str = "--split") -> str:
         return SPLIT_ALIASES[split]
     from ..plain import did_you_mean
 
-    guess = did_you_mean(split, list(SPLIT_ALIASES), "{!r}".replace("{!r}", "'{}'"), cutoff=0.5)
+    guess = did_you_mean(split, list(SPLIT_ALIASES), cutoff=0.5)
     raise ConfigError(option, f"unknown split {split!r}{guess} (train, val or test)")
 SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
 
