@@ -19,15 +19,22 @@ FIX = np.load(Path(__file__).parent / "fixtures" / "mamba_official.npz")
 SCAN = {k[5:]: torch.from_numpy(FIX[k]) for k in FIX.files if k.startswith("scan_") and not k.startswith("scan_y")}
 
 
+FUSED = pytest.mark.parametrize("fused_cpu", [True, False], ids=["numba", "torch"])
+
+
+@FUSED
 @pytest.mark.parametrize("chunk", [None, 5, 16])
-def test_scan_equals_selective_scan_ref_float64(chunk: int | None) -> None:
-    got = selective_scan(**SCAN, delta_softplus=True, chunk=chunk).numpy()
+def test_scan_equals_selective_scan_ref_float64(chunk: int | None, fused_cpu: bool) -> None:
+    """Both CPU paths: the fused Numba loops (reference_models/selective_scan_cpu.py) and the PyTorch recurrence."""
+    got = selective_scan(**SCAN, delta_softplus=True, chunk=chunk, fused_cpu=fused_cpu).numpy()
     want = FIX["scan_y64"]
     assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
 
 
-def test_scan_float32_close_to_ref() -> None:
-    got = selective_scan(**{k: v.float() for k, v in SCAN.items()}, delta_softplus=True, chunk=7).numpy()
+@FUSED
+def test_scan_float32_close_to_ref(fused_cpu: bool) -> None:
+    got = selective_scan(**{k: v.float() for k, v in SCAN.items()}, delta_softplus=True, chunk=7,
+                         fused_cpu=fused_cpu).numpy()
     want = FIX["scan_y32"]
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
 
@@ -43,8 +50,11 @@ def test_layer_equals_official_mamba_float64() -> None:
     assert np.abs(got - FIX["layer_y"]).max() <= 1e-13 * np.abs(FIX["layer_y"]).max()
 
 
-def test_scan_gradients_equal_a_step_loop() -> None:
-    """Gradients through the blocked, checkpointed scan equal those of a plain step loop (float64)."""
+@FUSED
+@pytest.mark.parametrize("chunk", [6, None])
+def test_scan_gradients_equal_a_step_loop(chunk: int | None, fused_cpu: bool) -> None:
+    """Gradients through the blocked, checkpointed scan equal those of a plain step loop (float64): chunk 6 carries
+    the state and its gradient across chunk boundaries (h0 and dL/dh_end non-zero)."""
     torch.manual_seed(0)
     args = {k: v.clone().requires_grad_(True) for k, v in SCAN.items()}
 
@@ -57,7 +67,8 @@ def test_scan_gradients_equal_a_step_loop() -> None:
         return (torch.stack(ys, -1) + D[:, None] * u) * torch.nn.functional.silu(z)
 
     w = torch.randn(FIX["scan_y64"].shape, dtype=torch.float64)
-    g_fast = torch.autograd.grad((selective_scan(**args, chunk=6) * w).sum(), list(args.values()))
+    fast = selective_scan(**args, chunk=chunk, fused_cpu=fused_cpu)
+    g_fast = torch.autograd.grad((fast * w).sum(), list(args.values()))
     g_loop = torch.autograd.grad((loop(**args) * w).sum(), list(args.values()))
     for name, a, b in zip(args, g_fast, g_loop, strict=True):
         assert torch.allclose(a, b, rtol=1e-10, atol=1e-10 * b.abs().max()), name
