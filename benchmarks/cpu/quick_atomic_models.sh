@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The `quick` atomic rows (docs/results.md) for the given models on the 11 atomic tasks, one run at a time on the
-# CPU (single-threaded, niced: the machine is shared), skipping runs that already have metrics.json.
-#   [TASKS="shift select"] benchmarks/cpu/quick_atomic_models.sh OUT MODEL [MODEL ...]
+# The `quick` atomic rows (docs/results.md) for the given models on the 11 atomic tasks, one run per CPU core
+# (single-threaded, niced: the machine is shared), skipping runs that already have metrics.json. Several copies may
+# run side by side on one OUT (each run is claimed with an atomic mkdir), e.g. one per core:
+#   [TASKS="select context_shift"] benchmarks/cpu/quick_atomic_models.sh OUT MODEL [MODEL ...] &
+#   [TASKS="select context_shift"] benchmarks/cpu/quick_atomic_models.sh OUT MODEL [MODEL ...] &
+# A claim whose run failed or was killed stays as OUT/MODEL-TASK.claim: delete it to run that job again.
 set -euo pipefail
 out="${1:?usage: quick_atomic_models.sh OUT MODEL [MODEL ...]}"
 shift
@@ -9,8 +12,13 @@ mkdir -p "$out"
 for model in "$@"; do
   for task in ${TASKS:-shift cumsum cummax reverse sort select select_fixed solve solve_fixed context_shift mips}; do
     [ -f "$out/$model-$task/metrics.json" ] && continue
+    mkdir "$out/$model-$task.claim" 2>/dev/null || continue
     rm -rf "$out/$model-$task"
-    OMP_NUM_THREADS=1 nice -n 10 ssmbench eval --model "$model" --task "$task" --device cpu -q \
-      --out "$out/$model-$task" > "$out/$model-$task.log" 2>&1 || echo "failed: $model $task" >> "$out/failed.txt"
+    if OMP_NUM_THREADS=1 nice -n 10 ssmbench eval --model "$model" --task "$task" --device cpu -q \
+        --out "$out/$model-$task" > "$out/$model-$task.log" 2>&1; then
+      rmdir "$out/$model-$task.claim"
+    else
+      echo "failed: $model $task" >> "$out/failed.txt"
+    fi
   done
 done
