@@ -132,8 +132,10 @@ def test_verify_detects_corruption_truncation_and_strays(tmp_path):
     assert "truncated" in problems and "not listed" in problems
 
 
-def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path):
-    """A shard rewritten with a wrong target and a matching sha256 still fails the content check and oracle."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path, workers):
+    """A shard rewritten with a wrong target and a matching sha256 still fails the content check and oracle, in
+    this process or in a pool of decoders; the pool's report equals the serial one, problem for problem."""
     from ssmbench.data.shards import file_sha256
 
     result = generate_dataset("cumsum", get_task("cumsum").Config(L=16), out=tmp_path, n=10, samples_per_shard=8)
@@ -144,8 +146,18 @@ def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path):
     entry["sha256"], entry["num_bytes"] = file_sha256(root / entry["path"]), (root / entry["path"]).stat().st_size
     (root / "manifest.json").write_text(json.dumps(result.manifest))
     assert verify_dataset(root).ok  # checksums match the doctored manifest
-    problems = " ".join(verify_dataset(root, deep=True).problems)
+    report = verify_dataset(root, deep=True, workers=workers)
+    problems = " ".join(report.problems)
     assert "content of targets differs" in problems and "oracle" in problems
+    assert report.to_json() == verify_dataset(root, deep=True).to_json()
+    entry_2 = result.manifest["splits"]["val"]["shards"][0]  # a second damaged shard, later in manifest order
+    with h5py.File(root / entry_2["path"], "r+") as h5:
+        h5["targets"][0, 0, 0] += 1.0
+    entry_2["sha256"], entry_2["num_bytes"] = file_sha256(root / entry_2["path"]), (root / entry_2["path"]).stat().st_size
+    (root / "manifest.json").write_text(json.dumps(result.manifest))
+    pooled, serial = verify_dataset(root, deep=True, workers=workers), verify_dataset(root, deep=True)
+    assert pooled.problems == serial.problems and pooled.problems[0].startswith(entry["path"])
+    assert pooled.checked_samples == serial.checked_samples == 10
 
 
 def test_streamed_batches_equal_stored_samples(tmp_path):

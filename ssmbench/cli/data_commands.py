@@ -181,19 +181,24 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
 
 @cli.command("verify", epilog="Exit code 3 when anything disagrees with the manifest (or, with --catalog, the "
                               "catalogue).\n\nExamples:\n\n\b\n  ssmbench verify data/shift-4096\n"
-                              "  ssmbench verify data/shift-4096 --deep\n  ssmbench verify data/shift-4096 --catalog")
+                              "  ssmbench verify data/shift-4096 --deep --workers 2\n  ssmbench verify data/shift-4096 --catalog")
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--deep", is_flag=True, help="Decode every chunk, recompute content hashes, run the task's oracle.")
 @click.option("--regenerate", type=int, help="Regenerate K samples and compare bytes [default: 8 with --deep].")
 @click.option("--catalog", "catalog", is_flag=False, flag_value="", default=None, metavar="[FILE]",
               help="Also check every shard against the folder's catalogue entry (the built-in catalogue, "
                    "$SSMBENCH_CATALOG and FILE when given).")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="Processes that decode shards for --deep (the report is the same for any count).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str | None, as_json: bool) -> None:
+def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str | None, workers: int,
+                   as_json: bool) -> None:
     """Check a dataset folder's files, checksums and structure against its manifest."""
     from ..data.verify import raise_for, verify_dataset
 
-    report = verify_dataset(path, deep=deep, regenerate=regenerate)
+    if workers < 1:
+        raise click.UsageError(f"--workers must be >= 1, got {workers}")
+    report = verify_dataset(path, deep=deep, regenerate=regenerate, workers=workers)
     against = None
     if catalog is not None and report.ok:
         from ..data.get import verify_catalog

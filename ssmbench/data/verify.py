@@ -11,6 +11,7 @@ reported as absent (not as missing), and every level checks what is present.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Collection
@@ -79,11 +80,13 @@ def _check_attrs(h5: Any, manifest: dict[str, Any], split: str, shard: dict[str,
 
 
 def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None = None, oracle_rows: int = 4,
-                   seed: int = 0, hashed: Collection[str] = ()) -> VerifyReport:
+                   seed: int = 0, hashed: Collection[str] = (), workers: int = 1) -> VerifyReport:
     """Check a dataset folder; returns a report (raise_for=False) with every problem found.
 
     `hashed` names files whose sha256 the caller has just checked against this manifest while writing them
     (a download hashes as it streams); their size is still checked, their bytes are not read a second time.
+    `workers` > 1 decodes the shards of a deep check in that many processes (the report is the same: shards are
+    checked independently and their row hashes joined in manifest order).
     """
     import h5py
     import hdf5plugin  # noqa: F401  (registers the Zstd filter: repacked copies decode too)
@@ -136,48 +139,72 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
         else:
             report.checked_files += 1
     if deep and not report.problems:
-        _deep(root, manifest, report, oracle_rows)
+        _deep(root, manifest, report, oracle_rows, workers)
     if regenerate and not report.problems:
         _regenerate(root, manifest, report, regenerate, seed)
     return report
 
 
-def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int) -> None:
-    import h5py
+def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int, workers: int = 1) -> None:
+    from .jobs import run_jobs
 
+    absent = set(report.absent)
+    jobs = [{"file": str(root / shard["path"]), "rel": shard["path"], "content_sha256": shard["content_sha256"],
+             "task": manifest["task"], "config": manifest["config"], "oracle_rows": oracle_rows}
+            for split in SPLIT_ORDER for shard in manifest["splits"][split]["shards"] if shard["path"] not in absent]
+    results: list[dict[str, Any]] = [{}] * len(jobs)
+
+    def done(index: int, result: dict[str, Any]) -> None:
+        results[index] = result
+
+    run_jobs(_deep_shard, jobs, workers, done)
+    digest = hashlib.sha256()
+    for r in results:  # manifest order, whatever order the workers finished in
+        report.problems.extend(r["problems"])
+        digest.update(r["row_hashes"])
+        report.checked_samples += r["samples"]
+        report.oracle_rows += r["oracle_rows"]
+    if not report.problems and not absent and digest.hexdigest() != manifest["content_digest"]:
+        report.problems.append("content_digest differs from the manifest")
+
+
+@functools.lru_cache(maxsize=4)
+def _task_and_config(task_name: str, config_json: str) -> tuple[Any, Any]:
     from ..registry import get_task
     from ..task_config import from_plain
 
-    task = get_task(manifest["task"])
-    config = from_plain(task, manifest["config"])
-    digest = hashlib.sha256()
-    absent = set(report.absent)
-    for split in SPLIT_ORDER:
-        for shard in manifest["splits"][split]["shards"]:
-            if shard["path"] in absent:
-                continue
-            try:
-                with h5py.File(root / shard["path"], "r", locking=False) as h5:
-                    block = {k: h5[k][...] for k in shard["content_sha256"]}
-            except OSError as exc:  # fletcher32 or decompression failure
-                report.problems.append(f"{shard['path']}: a chunk failed to decode ({exc})")
-                continue
-            for name, expected in shard["content_sha256"].items():
-                a = np.ascontiguousarray(block[name])
-                got = hashlib.sha256(content_prefix(a.dtype, a.shape) + a.tobytes()).hexdigest()
-                if got != expected:
-                    report.problems.append(f"{shard['path']}: content of {name} differs from the manifest")
-            digest.update(row_hashes(block).tobytes())
-            report.checked_samples += len(block["sample_id"])
-            for i in range(min(oracle_rows, len(block["sample_id"]))):
-                row = {k: v[i] for k, v in block.items()}
-                for name, want in task.oracle(config, row).items():
-                    if not np.allclose(np.asarray(row[name], dtype=np.float64), np.asarray(want, dtype=np.float64),
-                                       rtol=1e-5, atol=1e-6):
-                        report.problems.append(f"{shard['path']} row {i}: stored {name} disagrees with the oracle")
-                report.oracle_rows += 1
-    if not report.problems and not absent and digest.hexdigest() != manifest["content_digest"]:
-        report.problems.append("content_digest differs from the manifest")
+    task = get_task(task_name)
+    return task, from_plain(task, json.loads(config_json))
+
+
+def _deep_shard(file: str, rel: str, content_sha256: dict[str, str], task: str, config: dict[str, Any],
+                oracle_rows: int, progress: Any = None) -> dict[str, Any]:
+    """Decode one shard, check its per-field content hashes and the oracle on its first rows (a worker's job)."""
+    import h5py
+    import hdf5plugin  # noqa: F401  (a worker decodes Zstd shards too)
+
+    out: dict[str, Any] = {"problems": [], "row_hashes": b"", "samples": 0, "oracle_rows": 0}
+    try:
+        with h5py.File(file, "r", locking=False) as h5:
+            block = {k: h5[k][...] for k in content_sha256}
+    except OSError as exc:  # fletcher32 or decompression failure
+        out["problems"].append(f"{rel}: a chunk failed to decode ({exc})")
+        return out
+    for name, expected in content_sha256.items():
+        a = np.ascontiguousarray(block[name])
+        if hashlib.sha256(content_prefix(a.dtype, a.shape) + a.tobytes()).hexdigest() != expected:
+            out["problems"].append(f"{rel}: content of {name} differs from the manifest")
+    out["row_hashes"] = row_hashes(block).tobytes()
+    out["samples"] = len(block["sample_id"])
+    task_obj, cfg = _task_and_config(task, json.dumps(config, sort_keys=True))
+    for i in range(min(oracle_rows, len(block["sample_id"]))):
+        row = {k: v[i] for k, v in block.items()}
+        for name, want in task_obj.oracle(cfg, row).items():
+            if not np.allclose(np.asarray(row[name], dtype=np.float64), np.asarray(want, dtype=np.float64),
+                               rtol=1e-5, atol=1e-6):
+                out["problems"].append(f"{rel} row {i}: stored {name} disagrees with the oracle")
+        out["oracle_rows"] += 1
+    return out
 
 
 def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
