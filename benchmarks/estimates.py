@@ -15,8 +15,9 @@ is checked for that n; it scales linearly in n beyond the fixed cost):
 
 With `--against RESULTS` nothing is built: each full-size dataset that `benchmarks/paper_suite.py` built and
 verified in that run is estimated with its own generate arguments and workers (`--dry-run`), and the estimate is
-set against that run's measured build wall time (the suite builds with --quiet, so its runs skip the estimate's
-probe, 1-3 s, which the estimate includes). Run it on the machine, and in the conditions, of that suite run.
+set against that run's measured build wall time; the suite builds with --quiet, which skips the estimate's probe
+(1-3 s), so the probe's own seconds (`probe_seconds`) are taken out of the estimate. Run it on the machine, and in
+the conditions, of that suite run.
 
 Prints estimate / measured per dataset and the load average before and after each (timings on a shared machine
 follow its load; the estimate is built from CPU time so that it does not). As a load-independent check it also
@@ -80,9 +81,10 @@ def against(results: Path) -> list[dict]:
             load0 = os.getloadavg()[0]
             est = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)["estimate"]
         wall, cpu = r["build"]["wall_s"], r["build"]["cpu_s"]
-        rows.append({"name": r["name"], "n": r["n"], "workers": workers, "estimate_s": est["seconds"],
-                     "fixed_s": est["fixed_seconds"], "measured_s": wall, "cpu_s": cpu,
-                     "ratio": est["seconds"] / wall, "load_start": load0, "load_end": os.getloadavg()[0]})
+        seconds = est["seconds"] - est["probe_seconds"]  # the suite's builds are --quiet: no probe
+        rows.append({"name": r["name"], "n": r["n"], "workers": workers, "estimate_s": seconds,
+                     "fixed_s": est["fixed_seconds"] - est["probe_seconds"], "measured_s": wall, "cpu_s": cpu,
+                     "ratio": seconds / wall, "load_start": load0, "load_end": os.getloadavg()[0]})
     return rows
 
 

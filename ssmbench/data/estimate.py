@@ -72,7 +72,8 @@ def _chunk_bytes(path: Path) -> int:
 def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int | None = None) -> dict[str, Any]:
     """Disk bytes (final folder, and peak while building) and seconds of the plan, from a written probe.
 
-    Returns `disk_bytes`, `peak_bytes`, `seconds`, their human forms, `raw_bytes` (uncompressed samples),
+    Returns `disk_bytes`, `peak_bytes`, `seconds` (`probe_seconds` of it are this probe, which a --quiet build
+    skips), their human forms, `raw_bytes` (uncompressed samples),
     `per_sample_bytes` (stored bytes of a row), `metadata_bytes` (of every shard) and `probe_samples`.
     """
     spec = task.spec(config)
@@ -134,7 +135,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
             "disk_human": human_bytes(disk), "peak_bytes": int(peak), "peak_human": human_bytes(peak),
             "raw_bytes": int(raw * total), "per_sample_bytes": per_sample, "metadata_bytes": metadata,
             "probe_samples": k, "gen_cpu_per_sample": gen_seconds, "write_cpu_per_sample": write_seconds,
-            "fixed_seconds": fixed_s + startup + probe_s, "generator_threads_speedup": par}
+            "fixed_seconds": fixed_s + startup + probe_s, "probe_seconds": probe_s, "generator_threads_speedup": par}
 
 
 def _generation_cost(task: Any, config: Any, plan: Any, keys: np.ndarray) -> tuple[float, float, dict]:

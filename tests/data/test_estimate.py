@@ -18,6 +18,7 @@ def test_time_estimate_is_fixed_cost_plus_cpu_per_sample_over_the_cores_in_use()
     per_sample = one["gen_cpu_per_sample"] + one["write_cpu_per_sample"]
     assert one["gen_cpu_per_sample"] > 0 and one["write_cpu_per_sample"] > 0 and one["fixed_seconds"] > 0
     assert 1.0 <= one["generator_threads_speedup"] <= (os.cpu_count() or 1)
+    assert 0 < one["probe_seconds"] < one["fixed_seconds"]  # the probe is part of the fixed cost, not all of it
     # one worker: the generator's threads, then a serial write
     want = one["fixed_seconds"] + 100_000 * (one["gen_cpu_per_sample"] / one["generator_threads_speedup"]
                                              + one["write_cpu_per_sample"])
