@@ -138,7 +138,12 @@ def content_prefix(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
 
 
 BLOCK_BYTES = 32 << 20
-"""Raw bytes generated per block of a shard job (memory per worker: about twice this above the interpreter)."""
+"""Raw bytes generated per block of a shard job (memory per worker: about twice this above the interpreter).
+
+Part of the file format for the catalogue's shard sha256s: a shard written in two blocks lays its chunks out
+differently from one written in one block (same content hashes, other file bytes). Changing it re-hashes the
+catalogue entries whose shards span more than one block (MIPS at L = 4096 moved when this went from 64 to 32 MiB).
+"""
 
 
 def block_rows(bytes_per_sample: int) -> int:
