@@ -71,6 +71,18 @@ def test_a_seed_run_twice_counts_once_and_other_settings_get_their_own_column(tm
     assert all(" cfg " in c["label"] for c in table["columns"])  # same title otherwise: digests tell them apart
 
 
+def test_saving_per_sample_predictions_does_not_split_a_column(tmp_path):
+    """eval.log_samples absent (a run from before the key), False and True: one configuration, three seeds."""
+    runs = []
+    for seed, flag in enumerate((None, False, True)):
+        cfg = _config(100, seed)
+        if flag is not None:
+            cfg["eval"]["log_samples"] = flag
+        runs.append(_finished(tmp_path / f"s{seed}", cfg, 0.5 + seed / 10))
+    table = build_table(load_runs(runs))
+    assert len(table["columns"]) == 1 and table["columns"][0]["cells"]["cumsum"]["n"] == 3
+
+
 def test_a_checkpoint_scored_on_test_only_is_tabulated(tmp_path):
     scored = _finished(tmp_path / "scored", _config(100, 0), 0.4, test_only=True)
     table = build_table(load_runs([scored]))
