@@ -14,6 +14,14 @@ item by item, and crosses a process boundary in its stored dtypes.
   it is.
 
 torch is imported only by the functions that make tensors.
+
+>>> plan = ColumnPlan("model", "pixels", (1 / 127.5, -1.0), "classify", l_output=4)
+>>> stored = {"inputs": np.array([[[0, 255], [51, 102]]], np.uint8),  # (B, H, W) = (1, 2, 2)
+...           "targets": np.array([[[0, 1], [1, 2]]], np.uint8), "sample_index": np.array([7])}
+>>> {k: (v.dtype.name, v.shape) for k, v in plan.arrays(stored).items()}
+{'inputs': ('float32', (1, 4, 1)), 'targets': ('int64', (1, 4)), 'sample_index': ('int64', (1,))}
+>>> [round(float(v), 3) for v in plan.arrays(stored)["inputs"].ravel()]  # x / 127.5 - 1
+[-1.0, 1.0, -0.6, -0.2]
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ boundaries and the device does the widening and scaling (`dataset.spec` then kee
 `transform="numpy"` returns the stored arrays unchanged, as NumPy (no torch needed); a callable receives that
 NumPy dict and returns whatever it likes.
 
+With `collate_fn=dataset.collate` a batch is read and transformed as whole (B, ...) columns and handed on without
+re-stacking; from a DataLoader worker it travels in the stored dtypes and the main process applies the transform
+on arrival (`ssmbench.data.columns`), so "model" costs no more bytes between processes than "compact".
+
 Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) float32, targets (262144,) int64):
 
     >>> import tempfile, torch
@@ -213,7 +217,8 @@ class FolderDataset:
 
     # ------------------------------------------------------------------------------------------------- protocol
     collate = staticmethod(collate)
-    """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate."""
+    """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate and,
+    from workers, ships batches in the stored dtypes (see `ssmbench.data.columns`)."""
 
     def __len__(self) -> int:
         return int(self.shard_starts[-1])
