@@ -7,11 +7,12 @@ item by item, and crosses a process boundary in its stored dtypes.
 * `Batch` is what `FolderDataset.__getitems__` returns: the items (views into the columns) plus the stored arrays
   and the plan they came from, so that `collate` hands the columns on without re-stacking them.
 * In a DataLoader worker `collate` returns `Columns`, a dict of those tensors that pickles as the stored arrays
-  (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64, sent as plain pickle
-  bytes rather than one shared-memory file descriptor per tensor, which costs a socket connection each) and is
-  rebuilt by the same plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields.
-  A batch changed in the worker after collation (a key added or replaced, a tensor modified in place) travels as
-  it is.
+  (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
+  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Up to `PIPE_BYTES`
+  the arrays travel inside the pickle, through the DataLoader's result pipe; larger batches are packed into one
+  shared-memory tensor, whose file descriptor is all that travels. (A tensor pickled by a worker otherwise costs
+  one shared-memory file and one descriptor hand-over, a socket connection to the worker, each.) A batch changed
+  in the worker after collation (a key added or replaced, a tensor modified in place) travels as it is.
 
 torch is imported only by the functions that make tensors.
 
@@ -32,7 +33,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ColumnPlan", "Batch", "Columns", "collate"]
+__all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
+
+PIPE_BYTES = 512 << 10
+"""Largest batch (stored bytes) that travels from a worker inside its pickle; larger ones go through one shared-memory
+tensor. On the 2-core VM a pipe message took ~0.4 ms at 512 KiB but several ms at 1 MiB (it crosses the 64 KiB
+pipe in many wake-ups), and a shared-memory hand-over ~1 ms at any size (benchmarks/results/loader_cpu.txt)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,36 @@ def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
     return plan.tensors(stored)
 
 
+_ALIGN = 64
+
+
+def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, list[tuple[str, str, tuple[int, ...], int]]]:
+    """The stored arrays copied into one shared-memory uint8 tensor, and their layout [(name, dtype, shape,
+    byte offset)] (offsets aligned to 64 bytes)."""
+    import torch
+
+    layout, total = [], 0
+    for k, v in stored.items():
+        layout.append((k, v.dtype.str, v.shape, total))
+        total += -(-v.nbytes // _ALIGN) * _ALIGN
+    flat = torch.empty(total, dtype=torch.uint8).share_memory_()  # (total,) bytes
+    buf = flat.numpy()
+    for (_, _, _, offset), v in zip(layout, stored.values(), strict=True):
+        buf[offset:offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    return flat, layout
+
+
+def _rebuild_packed(plan: ColumnPlan, flat: Any, layout: list[tuple[str, str, tuple[int, ...], int]]
+                    ) -> dict[str, Any]:
+    """Unpickling a packed `Columns`: the stored arrays as views into the shared tensor, then the plan."""
+    buf = flat.numpy()
+    stored = {}
+    for k, dtype, shape, offset in layout:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        stored[k] = buf[offset:offset + nbytes].view(dtype).reshape(shape)
+    return plan.tensors(stored)
+
+
 class Columns(dict):
     """{name: (B, ...) tensor} collated in a DataLoader worker: it pickles as the stored arrays and its plan (see
     the module docstring), unless it was changed after collation; it unpickles as a plain dict."""
@@ -146,9 +182,11 @@ class Columns(dict):
             self[k] is t and v is not None and _version(t) == v for k, (t, v) in self.made.items())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.unchanged():
+        if not self.unchanged():
+            return dict, (dict(self),)
+        if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
             return _rebuild, (self.plan, self.stored)
-        return dict, (dict(self),)
+        return _rebuild_packed, (self.plan, *_pack(self.stored))
 
     def __copy__(self) -> Columns:  # copy.copy (default_convert does one): same tensors, same provenance
         clone = Columns.__new__(Columns)

@@ -52,6 +52,23 @@ def test_fast_path_equals_items_one_by_one(task, transform, workers, request):
     _assert_same(_fast(ds, order, 5, workers), _slow(ds, order, 5))
 
 
+@pytest.mark.parametrize("transform", ["model", "compact", "numpy"])
+def test_large_batches_travel_in_one_shared_tensor(pathfinder, listops, transform, monkeypatch):
+    from multiprocessing.reduction import ForkingPickler
+
+    monkeypatch.setattr(columns, "PIPE_BYTES", 0)  # every batch is "large" (forked workers inherit this)
+    for folder, fields in ((pathfinder, ("label", "tips")), (listops, ("node_height",))):
+        ds = open_dataset(folder, "train", transform=transform, fields=fields)
+        order = ShardAwareSampler(ds, seed=2, rank=0, world_size=1).indices().tolist()
+        _assert_same(_fast(ds, order, 5, 2), _slow(ds, order, 5))
+    monkeypatch.setattr(columns, "_in_worker", lambda: True)
+    shipped = ds.collate(ds.__getitems__(range(8)))
+    blob = ForkingPickler.dumps(shipped)
+    assert len(blob) < 2000  # the layout and a descriptor, not the arrays
+    monkeypatch.setattr(columns, "_in_worker", lambda: False)
+    _assert_same([ForkingPickler.loads(blob)], [ds.collate(ds.__getitems__(range(8)))])
+
+
 def test_fast_path_under_forkserver(pathfinder):
     ds = open_dataset(pathfinder, "train", fields=("label",))
     order = list(range(len(ds)))[::-1]
