@@ -35,10 +35,11 @@ import numpy as np
 
 __all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
 
-PIPE_BYTES = 512 << 10
+PIPE_BYTES = 640 << 10
 """Largest batch (stored bytes) that travels from a worker inside its pickle; larger ones go through one shared-memory
-tensor. On the 2-core VM a pipe message took ~0.4 ms at 512 KiB but several ms at 1 MiB (it crosses the 64 KiB
-pipe in many wake-ups), and a shared-memory hand-over ~1 ms at any size (benchmarks/results/loader_cpu.txt)."""
+tensor. Measured on the 2-core VM (main-process CPU per batch, which bounds a loader with workers): a pipe message
+cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2: many 64 KiB pipe reads and page
+faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection to the worker per descriptor)."""
 
 
 @dataclass(frozen=True)
