@@ -172,7 +172,7 @@ def raw_rate(folder: Path, order: np.ndarray, batch: int, warm: int) -> tuple[fl
 
 def loader_rate(ds: FolderDataset, order: np.ndarray, batch: int, workers: int, warm: int) -> tuple[float, float]:
     """(samples/s, CPU ms per batch of the main process and its workers) through a DataLoader over `order`, after
-    `warm` batches (worker start and file opens excluded)."""
+    `warm` batches (worker start excluded; at w = 0 every shard is opened beforehand)."""
     import torch
 
     ds.close()
