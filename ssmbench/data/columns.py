@@ -37,9 +37,10 @@ __all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
 
 PIPE_BYTES = 640 << 10
 """Largest batch (stored bytes) that travels from a worker inside its pickle; larger ones go through one shared-memory
-tensor. Measured on the 2-core VM (main-process CPU per batch, which bounds a loader with workers): a pipe message
-cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2: many 64 KiB pipe reads and page
-faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection to the worker per descriptor)."""
+tensor. Measured once on the 2-core VM under other jobs' load (per-thread CPU of the main process, which bounds a
+loader with workers): a pipe message cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2:
+many 64 KiB pipe reads and page faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection
+to the worker per descriptor)."""
 
 
 @dataclass(frozen=True)
