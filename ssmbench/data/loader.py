@@ -27,6 +27,10 @@ boundaries and the device does the widening and scaling (`dataset.spec` then kee
 `transform="numpy"` returns the stored arrays unchanged, as NumPy (no torch needed); a callable receives that
 NumPy dict and returns whatever it likes.
 
+With `collate_fn=dataset.collate` a batch is read and transformed as whole (B, ...) columns and handed on without
+re-stacking; from a DataLoader worker it travels in the stored dtypes and the main process applies the transform
+on arrival (`ssmbench.data.columns`), so "model" costs no more bytes between processes than "compact".
+
 Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) float32, targets (262144,) int64):
 
     >>> import tempfile, torch
@@ -58,6 +62,7 @@ import numpy as np
 
 from ..api import Field, Spec
 from ..errors import DatasetError
+from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
 
 __all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS"]
@@ -164,25 +169,6 @@ def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_tas
                            f"{info.get('num_samples')}", "re-download or regenerate the dataset")
 
 
-class Batch(list):
-    """The items of one batched fetch (views into (B, ...) tensors), which also carries those tensors."""
-
-    def __init__(self, items: list[Any], columns: dict[str, Any]) -> None:
-        super().__init__(items)
-        self.columns = columns
-
-
-def collate(items: Sequence[Any]) -> Any:
-    """`collate_fn` for a DataLoader over a FolderDataset: the batch `__getitems__` already stacked, without the
-    copy `default_collate` would make (any other list goes to `default_collate`)."""
-    columns = getattr(items, "columns", None)
-    if columns is not None:
-        return columns
-    import torch
-
-    return torch.utils.data.default_collate(items)
-
-
 class FolderDataset:
     """Map-style dataset over one split of a dataset folder; build it with `open_dataset`.
 
@@ -216,6 +202,9 @@ class FolderDataset:
         if unknown:
             extras = sorted(set(stored) - {"inputs", "targets"})
             raise DatasetError(f"{self.root} has no extra field {unknown[0]!r}", f"choose from {', '.join(extras)}")
+        spec = self.stored_spec
+        self._plan = (ColumnPlan(transform, spec.input_kind, spec.input_scale, spec.target_kind, spec.l_output,
+                                 self.fields) if isinstance(transform, str) else None)
         self._read = ("inputs", "targets", *self.fields)
         self._dtype = {k: np.dtype(stored[k]["dtype"]) for k in self._read}
         self._shape = {k: tuple(stored[k]["shape"]) for k in self._read}
@@ -228,7 +217,8 @@ class FolderDataset:
 
     # ------------------------------------------------------------------------------------------------- protocol
     collate = staticmethod(collate)
-    """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate."""
+    """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate and,
+    from workers, ships batches in the stored dtypes (see `ssmbench.data.columns`)."""
 
     def __len__(self) -> int:
         return int(self.shard_starts[-1])
@@ -251,9 +241,12 @@ class FolderDataset:
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
         """Several items in one call (DataLoader's batched fetch): rows are read shard by shard in index order,
-        each field into one preallocated (B, ...) array, and transformed in one vectorised pass."""
+        each field into one preallocated (B, ...) array, and transformed in one vectorised pass (a `Batch`, whose
+        columns `collate` hands on as the batch)."""
         batch = self.read_rows(indices)
-        return self._items(batch, len(batch["sample_index"]))
+        if self._plan is None:  # a callable transform: item by item
+            return [self.transform({k: v[i] for k, v in batch.items()}) for i in range(len(batch["sample_index"]))]
+        return Batch.of(batch, self._plan)
 
     # -------------------------------------------------------------------------------------------------- reading
     def read_rows(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
@@ -316,43 +309,3 @@ class FolderDataset:
             for f, _ in self._files.values():
                 f.close()
         self._files = OrderedDict()
-
-    # ----------------------------------------------------------------------------------------------- transforms
-    def _items(self, batch: dict[str, np.ndarray], b: int) -> list[Any]:
-        if callable(self.transform):
-            return [self.transform({k: v[i] for k, v in batch.items()}) for i in range(b)]
-        if self.transform == "numpy":
-            return [{k: v[i] for k, v in batch.items()} for i in range(b)]
-        import torch
-
-        model = self.transform == "model"
-        cols = {"inputs": self._inputs(batch["inputs"], model), "targets": self._targets(batch["targets"], model),
-                "sample_index": batch["sample_index"]}
-        for k in self.fields:
-            v = batch[k]
-            cols[k] = v if not model else v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
-        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in cols.items()}  # (B, ...) each
-        return Batch([{k: t[i] for k, t in tensors.items()} for i in range(b)], tensors)
-
-    def _inputs(self, x: np.ndarray, model: bool) -> np.ndarray:
-        """(B, *stored) -> (B, T, 1) float32 pixels / (B, T) int64 tokens / (B, T, d) float32 reals."""
-        spec, b = self.stored_spec, len(x)
-        if spec.input_kind == "pixels":
-            x = x.reshape(b, -1, 1)  # (B, T, 1) row-major flattening of each image
-            if not model:
-                return x
-            a, c = spec.input_scale or (1.0, 0.0)
-            out = np.multiply(x, np.float32(a), dtype=np.float32)  # (B, T, 1): float32 x * a + b, bit for bit
-            return np.add(out, np.float32(c), out=out)  # what the backbone computes from "compact" inputs
-        if spec.input_kind == "tokens":
-            return x.astype(np.int64) if model else x
-        return x.astype(np.float32, copy=False)
-
-    def _targets(self, y: np.ndarray, model: bool) -> np.ndarray:
-        """Classification: (B, l_output) int64 class ids (ignore_index kept); regression: float32 as stored."""
-        spec, b = self.stored_spec, len(y)
-        if spec.target_kind != "classify":
-            return y.astype(np.float32, copy=False)
-        if int(np.prod(y.shape[1:], dtype=np.int64)) == spec.l_output:
-            y = y.reshape(b, spec.l_output)  # Pathfinder masks: the same row-major order as the pixels
-        return y.astype(np.int64) if model else y

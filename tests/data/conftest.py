@@ -162,3 +162,21 @@ def host(tmp_path, tiny_shift):
         server.stop()
     except OSError:
         pass
+
+
+def _build(tmp_path_factory, task: str, n: int, split: dict, **kwargs) -> Path:
+    _, config, _ = resolve_config(task, **kwargs)
+    out = tmp_path_factory.mktemp(task)
+    return generate_dataset(task, config, out=out, n=n, split=split, samples_per_shard=8, quiet=True).path
+
+
+@pytest.fixture(scope="session")
+def pathfinder(tmp_path_factory) -> Path:
+    """Pathfinder 32 x 32: train 25 samples (shards of 8, 8, 8, 1), val 7, test 8. Read-only."""
+    return _build(tmp_path_factory, "pathfinder", 40, {"train": 25, "val": 7, "test": 8}, size=32)
+
+
+@pytest.fixture(scope="session")
+def listops(tmp_path_factory) -> Path:
+    """ListOps-Subtrees (preset short): train 16 samples (shards of 8), val 4, test 4. Read-only."""
+    return _build(tmp_path_factory, "listops_subtrees", 24, {"train": 16, "val": 4, "test": 4}, preset="short")

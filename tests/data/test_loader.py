@@ -21,26 +21,7 @@ import pytest
 import torch
 
 from ssmbench import DatasetError, open_dataset
-from ssmbench.data.build import generate_dataset
 from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler
-from ssmbench.task_config import resolve_config
-
-
-def _build(tmp_path_factory, task: str, n: int, split: dict, **kwargs) -> Path:
-    _, config, _ = resolve_config(task, **kwargs)
-    out = tmp_path_factory.mktemp(task)
-    return generate_dataset(task, config, out=out, n=n, split=split, samples_per_shard=8, quiet=True).path
-
-
-@pytest.fixture(scope="module")
-def pathfinder(tmp_path_factory) -> Path:
-    """Pathfinder 32 x 32: train 25 samples (shards of 8, 8, 8, 1), val 7, test 8."""
-    return _build(tmp_path_factory, "pathfinder", 40, {"train": 25, "val": 7, "test": 8}, size=32)
-
-
-@pytest.fixture(scope="module")
-def listops(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory, "listops_subtrees", 24, {"train": 16, "val": 4, "test": 4}, preset="short")
 
 
 def _raw(folder: Path, split: str) -> dict[str, np.ndarray]:

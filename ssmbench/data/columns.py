@@ -1,0 +1,217 @@
+"""Batched transforms and collation for `FolderDataset`: a batch is transformed as whole (B, ...) columns, never
+item by item, and crosses a process boundary in its stored dtypes.
+
+* `ColumnPlan` turns the stored arrays of a batch ({name: (B, *stored shape)}) into the yielded columns for one
+  transform ("model": float32 pixels scaled to [-1, 1], int64 ids and class targets; "compact": stored dtypes;
+  "numpy": the stored arrays themselves) in one vectorised pass per column.
+* `Batch` is what `FolderDataset.__getitems__` returns: the items (views into the columns) plus the stored arrays
+  and the plan they came from, so that `collate` hands the columns on without re-stacking them.
+* In a DataLoader worker `collate` returns `Columns`, a dict of those tensors that pickles as the stored arrays
+  (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
+  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Up to `PIPE_BYTES`
+  the arrays travel inside the pickle, through the DataLoader's result pipe; larger batches are packed into one
+  shared-memory tensor, whose file descriptor is all that travels. (A tensor pickled by a worker otherwise costs
+  one shared-memory file and one descriptor hand-over, a socket connection to the worker, each.) A batch changed
+  in the worker after collation (a key added or replaced, a tensor modified in place) travels as it is.
+
+torch is imported only by the functions that make tensors.
+
+>>> plan = ColumnPlan("model", "pixels", (1 / 127.5, -1.0), "classify", l_output=4)
+>>> stored = {"inputs": np.array([[[0, 255], [51, 102]]], np.uint8),  # (B, H, W) = (1, 2, 2)
+...           "targets": np.array([[[0, 1], [1, 2]]], np.uint8), "sample_index": np.array([7])}
+>>> {k: (v.dtype.name, v.shape) for k, v in plan.arrays(stored).items()}
+{'inputs': ('float32', (1, 4, 1)), 'targets': ('int64', (1, 4)), 'sample_index': ('int64', (1,))}
+>>> [round(float(v), 3) for v in plan.arrays(stored)["inputs"].ravel()]  # x / 127.5 - 1
+[-1.0, 1.0, -0.6, -0.2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
+
+PIPE_BYTES = 640 << 10
+"""Largest batch (stored bytes) that travels from a worker inside its pickle; larger ones go through one shared-memory
+tensor. Measured once on the 2-core VM under other jobs' load (per-thread CPU of the main process, which bounds a
+loader with workers): a pipe message cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2:
+many 64 KiB pipe reads and page faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection
+to the worker per descriptor)."""
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How the stored arrays of a batch become the yielded columns (small and picklable: it travels with a batch).
+
+    `transform` is "model", "compact" or "numpy"; the rest is the stored Spec's: `input_kind` ("pixels", "tokens"
+    or real), `input_scale` ((a, b) or None), `target_kind`, `l_output`; `fields` are the extra fields returned.
+    """
+
+    transform: str
+    input_kind: str
+    input_scale: tuple[float, float] | None
+    target_kind: str
+    l_output: int
+    fields: tuple[str, ...] = ()
+
+    def arrays(self, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """{name: (B, ...)} in the yielded layout and dtypes: inputs, targets, sample_index, then the extra fields
+        ("numpy": the stored arrays unchanged, in their own order)."""
+        if self.transform == "numpy":
+            return stored
+        model = self.transform == "model"
+        cols = {"inputs": self._inputs(stored["inputs"], model), "targets": self._targets(stored["targets"], model),
+                "sample_index": stored["sample_index"]}
+        for k in self.fields:
+            v = stored[k]
+            cols[k] = v if not model else v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
+        return cols
+
+    def tensors(self, stored: dict[str, np.ndarray]) -> dict[str, Any]:
+        """{name: (B, ...) tensor}: `arrays` as tensors (sharing memory with them: no copy where no cast is needed).
+        For "numpy" this is what `default_collate` makes of the NumPy items: the stored arrays as tensors."""
+        import torch
+
+        return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.arrays(stored).items()}
+
+    def _inputs(self, x: np.ndarray, model: bool) -> np.ndarray:
+        """(B, *stored) -> (B, T, 1) float32 pixels / (B, T) int64 tokens / (B, T, d) float32 reals."""
+        b = len(x)
+        if self.input_kind == "pixels":
+            x = x.reshape(b, -1, 1)  # (B, T, 1) row-major flattening of each image
+            if not model:
+                return x
+            a, c = self.input_scale or (1.0, 0.0)
+            out = x.astype(np.float32)  # (B, T, 1): float32 x * a + b, rounded after each step, bit for bit what
+            out *= np.float32(a)  # the backbone computes from "compact" inputs (a * x.float() + b)
+            out += np.float32(c)
+            return out
+        if self.input_kind == "tokens":
+            return x.astype(np.int64) if model else x
+        return x.astype(np.float32, copy=False)
+
+    def _targets(self, y: np.ndarray, model: bool) -> np.ndarray:
+        """Classification: (B, l_output) int64 class ids (ignore_index kept); regression: float32 as stored."""
+        b = len(y)
+        if self.target_kind != "classify":
+            return y.astype(np.float32, copy=False)
+        if int(np.prod(y.shape[1:], dtype=np.int64)) == self.l_output:
+            y = y.reshape(b, self.l_output)  # Pathfinder masks: the same row-major order as the pixels
+        return y.astype(np.int64) if model else y
+
+
+class Batch(list):
+    """The items of one batched fetch, which also carries the batch they were cut from: `columns` ({name: (B, ...)
+    tensor}, the collated batch; None until `collate` needs it), `stored` (the arrays as read) and `plan`."""
+
+    def __init__(self, items: list[Any], columns: dict[str, Any] | None = None, *,
+                 stored: dict[str, np.ndarray] | None = None, plan: ColumnPlan | None = None) -> None:
+        super().__init__(items)
+        self.columns, self.stored, self.plan = columns, stored, plan
+
+    @classmethod
+    def of(cls, stored: dict[str, np.ndarray], plan: ColumnPlan) -> Batch:
+        """Transform a batch of stored arrays: items are views into the columns (rows of the NumPy arrays for
+        "numpy", which makes no tensor)."""
+        if plan.transform == "numpy":
+            rows = [list(v) for v in stored.values()]  # per field: B row views (NumPy scalars for (B,) fields)
+            return cls([dict(zip(stored, r, strict=True)) for r in zip(*rows, strict=True)], stored=stored,
+                       plan=plan)
+        columns = plan.tensors(stored)
+        rows = zip(*(t.unbind(0) for t in columns.values()), strict=True)  # B tuples of views, one per column
+        return cls([dict(zip(columns, r, strict=True)) for r in rows], columns, stored=stored, plan=plan)
+
+
+def _version(tensor: Any) -> int | None:
+    """The tensor's in-place modification counter (None where it keeps none: inference-mode tensors)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
+def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Unpickling a `Columns`: the same plan applied to the same stored arrays, in the receiving process."""
+    return plan.tensors(stored)
+
+
+_ALIGN = 64
+
+
+def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, list[tuple[str, str, tuple[int, ...], int]]]:
+    """The stored arrays copied into one shared-memory uint8 tensor, and their layout [(name, dtype, shape,
+    byte offset)] (offsets aligned to 64 bytes)."""
+    import torch
+
+    layout, total = [], 0
+    for k, v in stored.items():
+        layout.append((k, v.dtype.str, v.shape, total))
+        total += -(-v.nbytes // _ALIGN) * _ALIGN
+    flat = torch.empty(total, dtype=torch.uint8).share_memory_()  # (total,) bytes
+    buf = flat.numpy()
+    for (_, _, _, offset), v in zip(layout, stored.values(), strict=True):
+        buf[offset:offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    return flat, layout
+
+
+def _rebuild_packed(plan: ColumnPlan, flat: Any, layout: list[tuple[str, str, tuple[int, ...], int]]
+                    ) -> dict[str, Any]:
+    """Unpickling a packed `Columns`: the stored arrays as views into the shared tensor, then the plan."""
+    buf = flat.numpy()
+    stored = {}
+    for k, dtype, shape, offset in layout:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        stored[k] = buf[offset:offset + nbytes].view(dtype).reshape(shape)
+    return plan.tensors(stored)
+
+
+class Columns(dict):
+    """{name: (B, ...) tensor} collated in a DataLoader worker: it pickles as the stored arrays and its plan (see
+    the module docstring), unless it was changed after collation; it unpickles as a plain dict."""
+
+    def __init__(self, columns: dict[str, Any], stored: dict[str, np.ndarray], plan: ColumnPlan) -> None:
+        super().__init__(columns)
+        self.stored, self.plan = stored, plan
+        self.made = {k: (t, _version(t)) for k, t in columns.items()}
+
+    def unchanged(self) -> bool:
+        """The same keys, the same tensor objects, none modified in place since collation."""
+        return self.keys() == self.made.keys() and all(
+            self[k] is t and v is not None and _version(t) == v for k, (t, v) in self.made.items())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if not self.unchanged():
+            return dict, (dict(self),)
+        if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
+            return _rebuild, (self.plan, self.stored)
+        return _rebuild_packed, (self.plan, *_pack(self.stored))
+
+    def __copy__(self) -> Columns:  # copy.copy (default_convert does one): same tensors, same provenance
+        clone = Columns.__new__(Columns)
+        dict.update(clone, self)
+        clone.stored, clone.plan, clone.made = self.stored, self.plan, self.made
+        return clone
+
+
+def _in_worker() -> bool:
+    import torch.utils.data
+
+    return torch.utils.data.get_worker_info() is not None
+
+
+def collate(items: Sequence[Any]) -> Any:
+    """`collate_fn` for a DataLoader over a FolderDataset: the columns `__getitems__` already made, without the
+    copy `default_collate` would make; in a worker, as `Columns`, which cross to the main process in the stored
+    dtypes. Any other list goes to `default_collate`."""
+    if isinstance(items, Batch) and (items.columns is not None or items.plan is not None):
+        columns = items.columns if items.columns is not None else items.plan.tensors(items.stored)
+        if items.plan is not None and items.stored is not None and _in_worker():
+            return Columns(columns, items.stored, items.plan)
+        return columns
+    import torch
+
+    return torch.utils.data.default_collate(items)
