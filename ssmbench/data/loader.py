@@ -295,7 +295,17 @@ class FolderDataset:
         # locking=False: shards are immutable, and HDF5 file locks fail on some network file systems. No chunk
         # cache: a training epoch reads each chunk once, so a cache only holds memory (and would let a repeated
         # read, a benchmark's second epoch, skip decoding).
-        f = h5py.File(self.root / str(self._paths[s]), "r", locking=False, rdcc_nbytes=0)
+        path = self.root / str(self._paths[s])
+        try:
+            f = h5py.File(path, "r", locking=False, rdcc_nbytes=0)
+        except OSError as exc:  # not a read failure: say what else stops an open before calling the file damaged
+            reason = str(exc).splitlines()[0]
+            if "already open" in reason or "locking" in reason:
+                raise DatasetError(f"cannot open {path} ({reason}): this process already holds it through another "
+                                   "h5py handle opened with other settings (e.g. h5py.File(path) without "
+                                   "locking=False); close that handle first") from None
+            raise DatasetError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
+                               f"verify {self.root}`, then re-download or rebuild the folder") from None
         datasets = {k: (f[k][()] if self._shape[k] == () else f[k]) for k in self._read}
         self._files[s] = (f, datasets)
         while len(self._files) > self.max_open_files:

@@ -206,6 +206,22 @@ def test_refuses_other_task_config_version_and_broken_folders(tiny_shift, tmp_pa
         open_dataset(tmp_path / "nowhere", "train")
 
 
+def test_a_shard_that_cannot_be_opened_says_why(tiny_shift, tmp_path):
+    """Held open by another h5py handle with other locking flags: named as such, not as a damaged file. A shard of
+    the right size whose header is garbage: not a readable HDF5 file, with the verify command."""
+    folder = _copy(tiny_shift, tmp_path)
+    ds = open_dataset(folder, "train")
+    shard = sorted((folder / "train").glob("*.h5"))[0]
+    with h5py.File(shard, "r"):  # default locking: the loader's locking=False open must refuse
+        with pytest.raises(DatasetError, match="already holds it through another h5py handle") as info:
+            ds[0]
+    assert "damaged" not in str(info.value)
+    ds.close()
+    shard.write_bytes(b"\0" * shard.stat().st_size)
+    with pytest.raises(DatasetError, match="not a readable HDF5 file; run `ssmbench verify"):
+        open_dataset(folder, "train")[0]
+
+
 def test_import_ssmbench_stays_light_until_open_dataset_is_used():
     code = ("import sys, ssmbench; from ssmbench import open_dataset; "
             "print(sorted(m for m in ('torch', 'h5py', 'numba') if m in sys.modules), open_dataset.__module__)")
