@@ -52,6 +52,7 @@ Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) fl
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -237,6 +238,11 @@ class FolderDataset:
         self._pid = os.getpid()
 
     def __getitem__(self, index: int) -> Any:
+        try:
+            index = operator.index(index)  # an int, NumPy or torch integer scalar
+        except TypeError:
+            raise TypeError(f"dataset[{index!r}]: an item takes one integer index; for several use "
+                            "dataset.__getitems__(indices), which returns one item per index") from None
         return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:

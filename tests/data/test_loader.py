@@ -117,6 +117,15 @@ def test_batched_fetch_equals_single_items_in_any_order(pathfinder):
     assert fast["sample_index"].tolist() == [24, 3, 17, 3, 24, 8]
 
 
+def test_an_item_takes_one_integer_index(tiny_shift):
+    """ds[[1, 2, 3]] used to return item 1 alone; now a list is refused, integer scalars of any kind are items."""
+    ds = open_dataset(tiny_shift, "train")
+    with pytest.raises(TypeError, match="one integer index"):
+        ds[[1, 2, 3]]
+    assert int(ds[np.int64(2)]["sample_index"]) == int(ds[torch.tensor(2)]["sample_index"]) == 2
+    assert [int(x["sample_index"]) for x in ds.__getitems__([3, 1])] == [3, 1]
+
+
 def test_handles_are_per_process_and_dropped_when_pickled(pathfinder):
     ds = open_dataset(pathfinder, "train", max_open_files=2)
     first = ds[0]["inputs"]
