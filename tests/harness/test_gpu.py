@@ -20,10 +20,10 @@ def _needs_cuda():
         pytest.skip("no CUDA device")
 
 
-@pytest.mark.parametrize("model", ["dlr", "attention", "s4d", "lru"])
+@pytest.mark.parametrize("model", ["dlr", "attention", "s4d", "lru", "s4", "sgconv", "mamba"])
 def test_training_on_cuda_records_the_device_and_memory(tmp_path, model):
-    overrides = dict(TINY) if model != "attention" else {k: v for k, v in TINY.items() if k != "model.d_state"}
-    if model == "lru":
+    overrides = {k: v for k, v in TINY.items() if k != "model.d_state" or model not in ("attention", "sgconv")}
+    if model in ("lru", "mamba"):
         overrides["model.d_state"] = 16
     r = ssmbench.evaluate(model, "cumsum", overrides=overrides, device="cuda", out=tmp_path / "run", quiet=True)
     assert r.metrics["device"] == "cuda" and r.metrics["environment"]["cuda_device"]

@@ -87,16 +87,84 @@ def test_long_sequence_memory_and_init() -> None:
     assert torch.equal(d.D.detach(), torch.ones(8))
 
 
-@pytest.mark.gpu
-def test_fused_cuda_scan_matches_pytorch_path() -> None:
+def _fused_ops():
+    """mamba_ssm's `selective_scan_interface` on a CUDA device, or skip (benchmarks/gpu/build_mamba_scan.py builds it
+    from state-spaces/mamba where no wheel fits the local torch)."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    ops = pytest.importorskip("mamba_ssm.ops.selective_scan_interface", reason="mamba_ssm is not installed")
+    return pytest.importorskip("mamba_ssm.ops.selective_scan_interface", reason="mamba_ssm is not installed")
+
+
+def _random_scan(Bt: int, E: int, N: int, L: int, seed: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {"u": torch.randn(Bt, E, L, generator=g), "delta": torch.randn(Bt, E, L, generator=g) - 1,
+            "A": -4 * torch.rand(E, N, generator=g), "B": torch.randn(Bt, N, L, generator=g),
+            "C": torch.randn(Bt, N, L, generator=g), "D": torch.randn(E, generator=g),
+            "z": torch.randn(Bt, E, L, generator=g), "delta_bias": torch.randn(E, generator=g)}
+
+
+def _fused(ops, args: dict[str, torch.Tensor]) -> torch.Tensor:
+    return ops.selective_scan_fn(args["u"], args["delta"], args["A"], args["B"], args["C"], args["D"], z=args["z"],
+                                 delta_bias=args["delta_bias"], delta_softplus=True)
+
+
+@pytest.mark.gpu
+def test_fused_cuda_scan_matches_pytorch_path() -> None:
+    """The fixture's scan: mamba_ssm's fused kernel, the PyTorch path on CUDA and `selective_scan_ref` agree."""
+    ops = _fused_ops()
     args = {k: v.float().cuda() for k, v in SCAN.items()}
     want = selective_scan(**args, delta_softplus=True)
-    got = ops.selective_scan_fn(args["u"], args["delta"], args["A"], args["B"], args["C"], args["D"],
-                                z=args["z"], delta_bias=args["delta_bias"], delta_softplus=True)
+    got = _fused(ops, args)
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    ref = torch.from_numpy(FIX["scan_y64"]).float()
+    assert (got.cpu() - ref).abs().max() <= 1e-5 * ref.abs().max()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("L", [300, 5000])
+def test_fused_cuda_gradients_match_pytorch_path(L: int) -> None:
+    """Output and all 8 gradients of the fused kernel within 1e-4 (of each tensor's largest entry) of the float64
+    PyTorch path; L = 5000 crosses the fused kernel's 2048-step chunks and the PyTorch path's checkpoints."""
+    ops = _fused_ops()
+    base = _random_scan(2, 32, 16, L, seed=L)
+    w = torch.randn(2, 32, L, generator=torch.Generator().manual_seed(1))
+
+    def run(fn, dtype: torch.dtype, device: str) -> list[torch.Tensor]:
+        xs = {k: v.to(device, dtype).clone().requires_grad_() for k, v in base.items()}
+        y = fn(xs)
+        (y * w.to(device, dtype)).sum().backward()
+        return [y.detach().double().cpu()] + [x.grad.double().cpu() for x in xs.values()]
+
+    got = run(lambda xs: _fused(ops, xs), torch.float32, "cuda")
+    want = run(lambda xs: selective_scan(**xs, chunk=1024), torch.float64, "cpu")
+    for name, a, b in zip(["y", *base], got, want, strict=True):
+        err = ((a - b).abs().max() / b.abs().max()).item()
+        assert err <= 1e-4, f"{name}: {err:.1e}"
+
+
+@pytest.mark.gpu
+def test_layer_on_cuda_uses_the_fused_kernel_and_agrees(monkeypatch) -> None:
+    """The layer hands its tensors to the fused kernel in mamba_ssm's argument order: its output and gradients equal
+    those of the same layer with the fused kernel switched off."""
+    _fused_ops()
+    from ssmbench.reference_models import mamba as mod
+
+    torch.manual_seed(0)
+    layer = Mamba(32, l_max=600, d_state=16, bidirectional=True).cuda()
+    x = torch.randn(2, 600, 32, device="cuda")
+
+    def out_and_grads() -> list[torch.Tensor]:
+        layer.zero_grad(set_to_none=True)
+        y = layer(x)
+        y.square().mean().backward()
+        return [y.detach()] + [p.grad.detach().clone() for p in layer.parameters()]
+
+    assert mod._fused_scan() is not None
+    fused = out_and_grads()
+    monkeypatch.setattr(mod, "_fused_scan", lambda: None)
+    plain = out_and_grads()
+    for a, b in zip(fused, plain, strict=True):
+        assert (a - b).abs().max() <= 1e-4 * b.abs().max()
 
 
 @FUSED
