@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from typing import Any
 
 import torch
@@ -41,6 +42,24 @@ def autocast_context(precision: str, device: torch.device) -> Any:
 
 def grad_scaler(precision: str, device: torch.device) -> Any:
     return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+
+
+def step_and_schedule(optimizer: torch.optim.Optimizer, scaler: Any, scheduler: Any) -> None:
+    """Update the weights (through the fp16 gradient scaler, if any), then advance the schedule by one step.
+
+    The scaler skips an update whose gradients overflowed (the first steps of an fp16 run, while it lowers its
+    scale); the learning-rate schedule still follows the training step, so PyTorch's warning about a scheduler step
+    before an optimizer step is expected there, and silenced.
+    """
+    if scaler is None:
+        optimizer.step()
+        scheduler.step()
+        return
+    scaler.step(optimizer)
+    scaler.update()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Detected call of `lr_scheduler\.step\(\)` before", UserWarning)
+        scheduler.step()
 
 
 def keep_mixers_float32(model: nn.Module) -> int:

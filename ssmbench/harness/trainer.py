@@ -31,7 +31,7 @@ from ..errors import SsmbenchError
 from . import distributed as D
 from .folder_feed import eval_set_for, feed_for
 from .objectives import Objective, lr_factor, objective_for
-from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32
+from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32, step_and_schedule
 from .run_config import RunConfig
 from .run_folder import RunFolder, load_checkpoint, save_checkpoint
 
@@ -217,12 +217,7 @@ def train_step(loop: Loop, batch: dict[str, torch.Tensor]) -> None:
         loss.backward()
     if s.cfg.train.grad_clip:
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), s.cfg.train.grad_clip)
-    if scaler is not None:
-        scaler.step(opt)
-        scaler.update()
-    else:
-        opt.step()
-    loop.scheduler.step()
+    step_and_schedule(opt, scaler, loop.scheduler)
     loop.loss_sum += loss.detach().double()
     loop.loss_count += 1
 
