@@ -2,9 +2,9 @@
 
     python benchmarks/gpu/build_mamba_scan.py SRC SITE     # then PYTHONPATH=SITE pytest -m gpu ...
 
-SRC holds, from state-spaces/mamba at the commit in SRC/COMMIT, the folders `csrc/selective_scan` and
-`mamba_ssm/{ops,utils}` (`mamba_ssm/__init__.py` replaced by a one-line file, so that importing
-`mamba_ssm.ops.selective_scan_interface` does not pull in Mamba-2/3 and their kernels). The package on PyPI is a
+SRC is a checkout of state-spaces/mamba (at least `csrc/selective_scan` and `mamba_ssm/{ops,utils}`; its commit is
+read from SRC/COMMIT, or from git). SITE/mamba_ssm gets `ops/` and `utils/` and a one-line `__init__.py`, so that
+importing `mamba_ssm.ops.selective_scan_interface` does not pull in Mamba-2/3 and their kernels. The package on PyPI is a
 source distribution whose build compiles every dtype for every architecture (tens of minutes); the GPU check of
 `tests/reference_models/test_mamba.py` needs the float32 path only, so this compiles the binding with its input-type
 dispatch cut to float and weight-type dispatch cut to real float (the authors' sources otherwise untouched), and only
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,8 +46,9 @@ def main(src: Path, site: Path) -> None:
     from torch.utils.cpp_extension import load
 
     t0 = time.perf_counter()
-    site.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(src / "mamba_ssm", site / "mamba_ssm", dirs_exist_ok=True)
+    for part in ("ops", "utils"):
+        shutil.copytree(src / "mamba_ssm" / part, site / "mamba_ssm" / part, dirs_exist_ok=True)
+    (site / "mamba_ssm" / "__init__.py").write_text("# only ops/ and utils/ (benchmarks/gpu/build_mamba_scan.py)\n")
     csrc = src / "csrc" / "selective_scan"
     work = site / "build"
     work.mkdir(exist_ok=True)
@@ -60,8 +62,10 @@ def main(src: Path, site: Path) -> None:
          build_directory=str(work), verbose=True)
     for so in work.glob("selective_scan_cuda*.so"):
         shutil.copy2(so, site / so.name)
-    print(f"built selective_scan_cuda for sm_{major}{minor} from state-spaces/mamba "
-          f"{(src / 'COMMIT').read_text().strip()} in {time.perf_counter() - t0:.0f} s", flush=True)
+    commit = (src / "COMMIT").read_text().strip() if (src / "COMMIT").exists() else subprocess.run(
+        ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"built selective_scan_cuda for sm_{major}{minor} from state-spaces/mamba {commit or '(commit unknown)'} "
+          f"in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
