@@ -48,10 +48,14 @@ PROBE_BYTES = 16 << 20
 """Raw bytes the probe writes at most: k = clamp(PROBE_BYTES / (2 * bytes per sample), 8, 64)."""
 PROBE_CPU_S = 0.5
 """Generation is timed over more blocks of 2k samples until it has taken this much CPU (at most 64 blocks)."""
-FINALIZE_S = 2.0
-"""Manifest, data card, croissant.json and the folder check after the last shard (measured: 1-3 s)."""
-POOL_START_S = 1.0
-"""Starting a process pool (forkserver) before its workers import anything."""
+FINALIZE_S = 0.3
+"""Manifest, data card, croissant.json and the folder check after the last shard (measured on an idle 2-core VM,
+from the last progress update to exit: 0.15-0.37 s for cumsum folders of 64-4,000 samples)."""
+PREVIEW_S = 0.8
+"""Drawing preview.png, for tasks that have one (Pathfinder-128 with 3,000 images: 1.1 s after the last update)."""
+POOL_START_S = 0.2
+"""Starting a process pool (forkserver) before its workers import anything (a 64-sample 2-worker cumsum build:
+0.8 s from the estimate's end to the last update, of which the workers' imports and kernel loading are the rest)."""
 
 
 def _chunk_bytes(path: Path) -> int:
@@ -119,11 +123,12 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     cores = os.cpu_count() or 1
     if workers <= 1:  # this process: the generator's threads, then a serial write
         per_sample_s = gen_seconds / par + write_seconds
-        fixed_s = FINALIZE_S
+        fixed_s = FINALIZE_S + (PREVIEW_S if task.card_preview else 0.0)
     else:  # a pool: one thread per worker, workers busy until the shards run out
         busy = min(workers, cores, max(1, len(plan.shards)))
         per_sample_s = (gen_seconds + write_seconds) / busy
-        fixed_s = FINALIZE_S + POOL_START_S + (startup + load) * max(1.0, workers / cores)
+        fixed_s = FINALIZE_S + (PREVIEW_S if task.card_preview else 0.0) + POOL_START_S \
+            + (startup + load) * max(1.0, workers / cores)
     probe_s = time.process_time() - startup  # a run that is not --quiet pays for this estimate too
     seconds = fixed_s + startup + probe_s + per_sample_s * total
     peak = disk

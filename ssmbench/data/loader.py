@@ -63,6 +63,7 @@ import numpy as np
 
 from ..api import Field, Spec
 from ..errors import DatasetError
+from .chunk_rows import rows_reader
 from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
 
@@ -280,15 +281,14 @@ class FolderDataset:
     def _read_shard(self, s: int, sel: np.ndarray, rows: np.ndarray, out: dict[str, np.ndarray]) -> None:
         datasets = self._open(s)
         for k in self._read:
-            dset = datasets[k]
-            if isinstance(dset, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
-                out[k][sel] = dset[rows]
-            else:
-                for dst, row in zip(sel.tolist(), rows.tolist(), strict=True):
-                    out[k][dst] = dset[row]
+            source = datasets[k]
+            if isinstance(source, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
+                out[k][sel] = source[rows]
+            else:  # one chunk per row (ssmbench.data.chunk_rows)
+                source.read_into(out[k], sel, rows)
 
     def _open(self, s: int) -> dict[str, Any]:
-        """Datasets of shard `s`, opened in this process (LRU-bounded); scalar fields are read whole."""
+        """Row readers of shard `s`, opened in this process (LRU-bounded); scalar fields are read whole."""
         if self._pid != os.getpid():  # forked with handles from the parent: never use them here
             self._files, self._pid = OrderedDict(), os.getpid()
         hit = self._files.get(s)
@@ -312,7 +312,7 @@ class FolderDataset:
                                    "locking=False); close that handle first") from None
             raise DatasetError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
                                f"verify {self.root}`, then re-download or rebuild the folder") from None
-        datasets = {k: (f[k][()] if self._shape[k] == () else f[k]) for k in self._read}
+        datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader(f[k])) for k in self._read}
         self._files[s] = (f, datasets)
         while len(self._files) > self.max_open_files:
             _, (old, _) = self._files.popitem(last=False)

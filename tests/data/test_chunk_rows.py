@@ -1,0 +1,106 @@
+"""`ssmbench.data.chunk_rows`: rows inflated from raw chunks equal h5py's reads, for every pipeline it claims, on
+real shards too; everything else goes through h5py; a damaged chunk is reported as damage."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from ssmbench import DatasetError, open_dataset
+from ssmbench.data.chunk_rows import DatasetRows, InflatedRows, rows_reader
+
+
+def _write(path: Path, data: np.ndarray, **kwargs) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=data, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float32", "int64", "float64"])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("fletcher32", [False, True])
+@pytest.mark.parametrize("row_shape", [(37,), (9, 5)])
+def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shape):
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal((12, *row_shape)) * 1000).astype(dtype)
+    _write(tmp_path / "a.h5", data, chunks=(1, *row_shape), compression="gzip", compression_opts=4,
+           shuffle=shuffle, fletcher32=fletcher32)
+    rows = rng.permutation(12)[:7]
+    dst = rng.permutation(9)[:7]
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        reader = rows_reader(f["x"])
+        assert isinstance(reader, InflatedRows)
+        got = np.zeros((9, *row_shape), dtype)
+        reader.read_into(got, dst, rows)
+    want = np.zeros_like(got)
+    want[dst] = data[rows]
+    assert np.array_equal(got, want) and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("layout", [
+    {"chunks": (2, 16), "compression": "gzip"},  # two rows per chunk
+    {"chunks": (1, 16)},  # no filter
+    {"chunks": (1, 16), "compression": "lzf"},
+    {"chunks": (1, 16), "fletcher32": True},  # a checksum without deflate
+    {},  # contiguous
+])
+def test_other_layouts_are_read_through_h5py(tmp_path, layout):
+    data = np.arange(8 * 16, dtype=np.int16).reshape(8, 16)
+    _write(tmp_path / "a.h5", data, **layout)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        reader = rows_reader(f["x"])
+        assert isinstance(reader, DatasetRows)
+        got = np.zeros((2, 16), np.int16)
+        reader.read_into(got, np.array([1, 0]), np.array([3, 6]))
+    assert np.array_equal(got, data[[6, 3]])
+
+
+def test_ssmbench_shards_take_the_inflating_path(pathfinder, listops, tiny_shift):
+    """The loader's own tests compare items with h5py's reads; this makes sure they exercise `InflatedRows`."""
+    for folder in (pathfinder, listops, tiny_shift):
+        ds = open_dataset(folder, "train")
+        readers = ds._open(0)
+        assert isinstance(readers["inputs"], InflatedRows) and isinstance(readers["targets"], InflatedRows), folder
+        ds.close()
+
+
+def test_a_chunk_whose_filter_was_skipped_is_read_through_h5py():
+    class Chunked:
+        shape, chunks, dtype = (4, 3), (1, 3), np.dtype("uint8")
+
+        class id:  # noqa: N801 (h5py's attribute name)
+            @staticmethod
+            def read_direct_chunk(coord):
+                return 1, b"not a zlib stream"
+
+        def __getitem__(self, row):
+            return np.full(3, row, np.uint8)
+
+    out = np.zeros((2, 3), np.uint8)
+    InflatedRows(Chunked(), shuffled=False).read_into(out, np.array([0, 1]), np.array([2, 3]))
+    assert out.tolist() == [[2, 2, 2], [3, 3, 3]]
+
+
+@pytest.mark.parametrize("where", [0.5, 0.05])
+def test_a_flipped_byte_in_a_row_chunk_is_reported_as_damage(tmp_path, tiny_shift, where):
+    """One byte flipped inside the stored chunk of train row 3's inputs (middle of the stream, or near its start):
+    reading that item fails with the loader's 'damaged' message; the other rows still read."""
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_shift, folder)
+    ds = open_dataset(folder, "train")
+    shard = folder / str(ds._paths[0])
+    ds.close()
+    with h5py.File(shard, "r") as f:
+        info = f["inputs"].id.get_chunk_info_by_coord((3, 0, 0)[:f["inputs"].ndim])
+    with open(shard, "r+b") as fh:
+        fh.seek(info.byte_offset + int(info.size * where))
+        byte = fh.read(1)[0]
+        fh.seek(-1, 1)
+        fh.write(bytes([byte ^ 0x5A]))
+    ds = open_dataset(folder, "train")
+    ds[2]
+    with pytest.raises(DatasetError, match="damaged"):
+        ds[3]
