@@ -8,11 +8,13 @@ item by item, and crosses a process boundary in its stored dtypes.
   and the plan they came from, so that `collate` hands the columns on without re-stacking them.
 * In a DataLoader worker `collate` returns `Columns`, a dict of those tensors that pickles as the stored arrays
   (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
-  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Up to `PIPE_BYTES`
-  the arrays travel inside the pickle, through the DataLoader's result pipe; larger batches are packed into one
-  shared-memory tensor, whose file descriptor is all that travels. (A tensor pickled by a worker otherwise costs
-  one shared-memory file and one descriptor hand-over, a socket connection to the worker, each.) A batch changed
-  in the worker after collation (a key added or replaced, a tensor modified in place) travels as it is.
+  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Batches of 64 KiB
+  and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`: a copy in, a slot
+  number through the pipe); smaller ones, and any the ring cannot take, travel inside the pickle up to
+  `PIPE_BYTES`, else packed into one new shared-memory tensor, whose file descriptor is all that travels. (A tensor
+  pickled by a worker otherwise costs one shared-memory file and one descriptor hand-over, a socket connection to
+  the worker, each.) A batch changed in the worker after collation (a key added or replaced, a tensor modified in
+  place) travels as it is.
 
 torch is imported only by the functions that make tensors.
 
@@ -33,11 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from . import ring
+
 __all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
 
 PIPE_BYTES = 640 << 10
-"""Largest batch (stored bytes) that travels from a worker inside its pickle; larger ones go through one shared-memory
-tensor. Measured once on the 2-core VM under other jobs' load (per-thread CPU of the main process, which bounds a
+"""Largest batch (stored bytes) that travels from a worker inside its pickle when its ring cannot take it; larger ones
+go through one new shared-memory tensor. Measured once on the 2-core VM under other jobs' load (per-thread CPU of the main process, which bounds a
 loader with workers): a pipe message cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2:
 many 64 KiB pipe reads and page faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection
 to the worker per descriptor)."""
@@ -139,6 +143,11 @@ def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
     return plan.tensors(stored)
 
 
+def _rebuild_from_ring(plan: ColumnPlan, *shipped: Any) -> dict[str, Any]:
+    """Unpickling a `Columns` sent through a worker's ring: the plan applied to the arrays in its slot."""
+    return ring.receive(plan.tensors, *shipped)
+
+
 _ALIGN = 64
 
 
@@ -186,6 +195,9 @@ class Columns(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         if not self.unchanged():
             return dict, (dict(self),)
+        shipped = ring.ship(self.stored)
+        if shipped is not None:
+            return _rebuild_from_ring, (self.plan, *shipped)
         if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
             return _rebuild, (self.plan, self.stored)
         return _rebuild_packed, (self.plan, *_pack(self.stored))

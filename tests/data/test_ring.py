@@ -1,0 +1,104 @@
+"""Worker batches through the ring of reusable shared-memory slots (`ssmbench.data.ring`): bit for bit the batches of
+the slow path, slots reused many times, a busy slot never overwritten, results never aliasing a slot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ssmbench import open_dataset
+from ssmbench.data import ring
+from ssmbench.data.loader import ShardAwareSampler
+
+
+def _slow(ds, order, batch_size):
+    return [torch.utils.data.default_collate([ds[i] for i in order[a:a + batch_size]])
+            for a in range(0, len(order), batch_size)]
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert list(g) == list(w) and all(g[k].dtype == w[k].dtype and torch.equal(g[k], w[k]) for k in w)
+
+
+@pytest.fixture
+def small_ring(monkeypatch):
+    """Every batch goes through a ring of 3 slots (forked DataLoader workers inherit these settings)."""
+    monkeypatch.setattr(ring, "MIN_BATCH_BYTES", 0)
+    monkeypatch.setattr(ring, "MAX_SLOTS", 3)
+    monkeypatch.setattr(ring, "MIN_SLOTS", 1)
+    monkeypatch.setattr(ring, "_worker_ring", None)
+    monkeypatch.setattr(ring, "_held", {})
+
+
+@pytest.mark.parametrize("transform", ["model", "compact", "numpy"])
+@pytest.mark.parametrize("task", ["pathfinder", "listops", "tiny_shift"])
+def test_ring_batches_equal_items_one_by_one(task, transform, request, small_ring):
+    """Batches of 2 from 2 workers, 3 slots each: every slot is reused several times in one epoch."""
+    ds = open_dataset(request.getfixturevalue(task), "train", transform=transform)
+    order = ShardAwareSampler(ds, seed=3, rank=0, world_size=1).indices().tolist()
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, sampler=order, num_workers=2, collate_fn=ds.collate,
+                                         prefetch_factor=4)
+    _same(list(loader), _slow(ds, order, 2))
+    assert len(ring._held) == 2  # one ring per worker reached this process
+
+
+def test_ring_under_forkserver_with_default_settings(tmp_path_factory):
+    """Pathfinder-128 batches of 4 (128 KiB stored) take the ring with the shipped thresholds, in fresh workers."""
+    from ssmbench.data.build import generate_dataset
+    from ssmbench.task_config import resolve_config as resolve
+
+    _, config, _ = resolve("pathfinder", size=128)
+    folder = generate_dataset("pathfinder", config, out=tmp_path_factory.mktemp("pf128"), n=24,
+                              split={"train": 24, "val": 0, "test": 0}, samples_per_shard=8, quiet=True).path
+    ds = open_dataset(folder, "train")
+    before = set(ring._held)
+    order = list(range(len(ds)))[::-1]
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=order, num_workers=2, collate_fn=ds.collate,
+                                         multiprocessing_context="forkserver")
+    _same(list(loader), _slow(ds, order, 4))
+    assert len(set(ring._held) - before) == 2
+
+
+def _batch(seed: int) -> dict[str, np.ndarray]:
+    g = np.random.default_rng(seed)
+    return {"inputs": g.integers(0, 255, (4, 100), dtype=np.uint8), "sample_index": g.integers(0, 99, 4)}
+
+
+def test_a_busy_slot_is_never_overwritten(small_ring):
+    shipped = [ring.ship(_batch(i)) for i in range(3)]
+    assert all(s is not None for s in shipped) and [s[2] for s in shipped] == [0, 1, 2]
+    assert ring.ship(_batch(3)) is None  # slot 0 is still held by the consumer
+    got = ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *shipped[0])  # frees slot 0
+    assert np.array_equal(got["inputs"].numpy(), _batch(0)["inputs"])
+    again = ring.ship(_batch(4))
+    assert again is not None and again[2] == 0 and again[1] is None  # the tensor travelled with the first only
+    assert ring.ship({"inputs": np.zeros((8, 100), np.uint8), "sample_index": np.zeros(8, np.int64)}) is None
+
+
+def test_results_never_alias_a_slot(small_ring):
+    first = ring.ship(_batch(0))
+    views = ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *first)  # a view-making plan
+    for _ in range(3):  # slot 0 comes round again and is overwritten
+        ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *ring.ship(_batch(7)))
+    assert np.array_equal(views["inputs"].numpy(), _batch(0)["inputs"])
+
+
+def test_rings_of_exited_workers_are_dropped_and_unknown_rings_refused(small_ring):
+    ring._held["999999999:gone"] = (None, np.zeros(8, np.uint8))
+    ring.receive(lambda a: dict(a), *ring.ship(_batch(0)))
+    assert "999999999:gone" not in ring._held and len(ring._held) == 1
+    with pytest.raises(RuntimeError, match="before the ring itself"):
+        ring.receive(lambda a: dict(a), "123:unknown", None, 0, 64, [])
+
+
+def test_no_shared_memory_means_no_ring_and_no_lost_batch(small_ring, monkeypatch):
+    """ship runs in the worker's queue-feeder thread, where an exception would drop the batch: a ring that cannot be
+    made sends every batch the other way instead."""
+    def refuse(self, slot_bytes):
+        raise RuntimeError("unable to write to file </torch_123_0_0>: No space left on device (28)")
+
+    monkeypatch.setattr(ring._Ring, "__init__", refuse)
+    assert ring.ship(_batch(0)) is None and ring.ship(_batch(1)) is None
