@@ -8,10 +8,11 @@ item by item, and crosses a process boundary in its stored dtypes.
   and the plan they came from, so that `collate` hands the columns on without re-stacking them.
 * In a DataLoader worker `collate` returns `Columns`, a dict of those tensors that pickles as the stored arrays
   (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
-  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Batches of 64 KiB
-  and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`: a copy in, a slot
-  number through the pipe); smaller ones, and any the ring cannot take, travel inside the pickle up to
-  `PIPE_BYTES`, else packed into one new shared-memory tensor, whose file descriptor is all that travels. (A tensor
+  plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Except that
+  batches of 64 KiB and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`):
+  the finished columns are copied into a slot and the main process gets them as views of it, with no work left to
+  do; smaller ones, and any the ring cannot take, travel as stored arrays inside the pickle up to `PIPE_BYTES`,
+  else packed into one new shared-memory tensor, whose file descriptor is all that travels. (A tensor
   pickled by a worker otherwise costs one shared-memory file and one descriptor hand-over, a socket connection to
   the worker, each.) A batch changed in the worker after collation (a key added or replaced, a tensor modified in
   place) travels as it is.
@@ -143,11 +144,6 @@ def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
     return plan.tensors(stored)
 
 
-def _rebuild_from_ring(plan: ColumnPlan, *shipped: Any) -> dict[str, Any]:
-    """Unpickling a `Columns` sent through a worker's ring: the plan applied to the arrays in its slot."""
-    return ring.receive(plan.tensors, *shipped)
-
-
 _ALIGN = 64
 
 
@@ -195,9 +191,9 @@ class Columns(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         if not self.unchanged():
             return dict, (dict(self),)
-        shipped = ring.ship(self.stored)
+        shipped = ring.ship({k: t.numpy() for k, t in self.items()})  # the finished columns, no work left
         if shipped is not None:
-            return _rebuild_from_ring, (self.plan, *shipped)
+            return ring.receive, shipped
         if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
             return _rebuild, (self.plan, self.stored)
         return _rebuild_packed, (self.plan, *_pack(self.stored))

@@ -4,30 +4,30 @@ Sending a 512 KiB batch through the DataLoader's result pipe costs about 1-2 ms 
 (64 KiB pipe reads, a buffer copied three times, fresh pages faulted in each time: measured with a bare
 `multiprocessing.Queue` on the 2-core VM), and a new shared-memory tensor per batch costs a file, a descriptor and a
 socket connection to the worker each time. Here each worker makes one shared uint8 tensor once, on its first large
-batch: a header of one flag per slot, then `slots` slots of the first batch's size (at most RING_BYTES in all). A
-batch is copied into the next slot; what travels is (ring id, slot, layout) -- and, with the ring's first batch
-only, the tensor itself (its descriptor, once). The receiving process keeps the rings it was sent (those of workers
-that have exited are dropped when a new ring arrives), rebuilds the batch from the slot, copies out whatever would
-still point into it, and marks the slot free. A worker whose next slot is still marked busy, or whose batch is larger
-than a slot, returns None and the batch travels the other way (`ssmbench.data.columns`): nothing ever waits.
+batch: a header of one flag per slot, then `slots` slots of the first batch's size (at most RING_BYTES in all). The
+worker copies a finished batch (its columns as the consumer will use them) into the next free slot; what travels is
+(ring id, slot, layout) -- and, with the ring's first batch only, the tensor itself (its descriptor, once). The
+receiving process keeps the rings it was sent (those of workers that have exited are dropped when a new ring
+arrives) and hands out the batch's tensors as views into the slot, without a copy; the slot is marked free when the
+last of them is garbage-collected. A worker takes the next free slot; when none is (a consumer holding on to its
+batches), or the batch is larger than a slot, `ship` returns None and the batch travels the other way (`ssmbench.data.columns`):
+nothing ever waits.
 
 One consumer per ring: the ring's tensor travels once, so every batch of a worker must be unpickled by the same
-process (the DataLoader's main process, or its pin-memory thread), as the DataLoader does.
+process (the DataLoader's main process, or its pin-memory thread), as the DataLoader does; `ship` therefore works in
+DataLoader worker processes only (elsewhere it returns None).
 
-Example (both ends in one process):
+Example (where each array of a batch goes in a slot):
     >>> import numpy as np
-    >>> stored = {"inputs": np.arange(6, dtype=np.uint8).reshape(2, 3), "sample_index": np.array([4, 9])}
-    >>> shipped = ship(stored, min_bytes=0)
-    >>> got = receive(lambda arrays: {k: v.copy() for k, v in arrays.items()}, *shipped)
-    >>> got["inputs"].tolist(), got["sample_index"].tolist()
-    ([[0, 1, 2], [3, 4, 5]], [4, 9])
+    >>> layout_of({"inputs": np.zeros((2, 3), np.float32), "sample_index": np.array([4, 9])})
+    ([('inputs', '<f4', (2, 3), 0), ('sample_index', '<i8', (2,), 64)], 128)
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+import weakref
 from typing import Any
 
 import numpy as np
@@ -72,12 +72,12 @@ _worker_ring: tuple[int, _Ring | None] | None = None  # (pid, ring or None if no
 _held: dict[str, tuple[Any, np.ndarray]] = {}  # consumer's end: ring id -> (tensor, its bytes)
 
 
-def ship(stored: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[Any, ...] | None:
-    """Worker side: copy the arrays into the ring's next slot; return what to send, `(ring id, tensor or None,
-    slot, byte offset, layout)`, or None (too small, too large for a slot, or the slot still in use)."""
+def ship(batch: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[Any, ...] | None:
+    """Worker side: copy the batch's arrays into the ring's next slot; return what `receive` takes, `(ring id,
+    tensor or None, slot, byte offset, layout)`, or None (too small, too large for a slot, or the slot in use)."""
     global _worker_ring
-    layout, total = layout_of(stored)
-    if total < (MIN_BATCH_BYTES if min_bytes is None else min_bytes):
+    layout, total = layout_of(batch)
+    if total < (MIN_BATCH_BYTES if min_bytes is None else min_bytes) or not _in_dataloader_worker():
         return None
     if _worker_ring is None or _worker_ring[0] != os.getpid():
         if total == 0 or RING_BYTES // total < MIN_SLOTS:
@@ -89,12 +89,13 @@ def ship(stored: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[A
     ring = _worker_ring[1]
     if ring is None:
         return None
-    slot = ring.next
-    if total > ring.slot_bytes or ring.flags[slot] != _FREE:
+    free = [j % ring.slots for j in range(ring.next, ring.next + ring.slots) if ring.flags[j % ring.slots] == _FREE]
+    if total > ring.slot_bytes or not free:  # a consumer still holds every slot: ship another way
         return None
+    slot = free[0]  # the first free one from where the last left off
     ring.flags[slot] = _BUSY
     base = ring.header + slot * ring.slot_bytes
-    for (_, _, _, offset), v in zip(layout, stored.values(), strict=True):
+    for (_, _, _, offset), v in zip(layout, batch.values(), strict=True):
         ring.buf[base + offset:base + offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
     ring.next = (slot + 1) % ring.slots
     tensor = None if ring.announced else ring.tensor
@@ -102,10 +103,10 @@ def ship(stored: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[A
     return ring.id, tensor, slot, base, layout
 
 
-def receive(make: Callable[[dict[str, np.ndarray]], dict[str, Any]], ring_id: str, tensor: Any, slot: int,
-            base: int, layout: Layout) -> dict[str, Any]:
-    """Consumer side: `make` (the batch's plan) applied to the arrays in the slot; results that still share the
-    slot's memory are copied out, then the slot is marked free."""
+def receive(ring_id: str, tensor: Any, slot: int, base: int, layout: Layout) -> dict[str, Any]:
+    """Consumer side: the batch as {name: tensor}, views into the slot, which is marked free once they are all gone."""
+    import torch
+
     if tensor is not None:
         _forget_exited_workers()
         _held[ring_id] = (tensor, tensor.numpy())
@@ -114,23 +115,32 @@ def receive(make: Callable[[dict[str, np.ndarray]], dict[str, Any]], ring_id: st
     except KeyError:
         raise RuntimeError(f"a batch came through shared-memory ring {ring_id} before the ring itself: every batch of "
                            "a DataLoader worker must be unpickled by one process") from None
-    stored = {}
+    end = max((offset + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+               for _, dtype, shape, offset in layout), default=0)
+    held = buf[base:base + end]
+    weakref.finalize(held, _free, buf, slot)
+    flat = torch.from_numpy(held)  # (end,) uint8; its storage keeps `held` alive, and every column is a view of it
+    out = {}
     for k, dtype, shape, offset in layout:
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        stored[k] = buf[base + offset:base + offset + nbytes].view(dtype).reshape(shape)
-    lo, hi = buf.ctypes.data, buf.ctypes.data + buf.nbytes
-    try:
-        out = make(stored)
-        return {k: _own(v, lo, hi) for k, v in out.items()}
-    finally:
-        buf[slot * 8:(slot + 1) * 8].view(np.int64)[0] = _FREE
+        out[k] = flat[offset:offset + nbytes].view(_torch_dtype(dtype)).view(shape)
+    return out
 
 
-def _own(value: Any, lo: int, hi: int) -> Any:
-    """`value` (a tensor or an array), copied if its data lies in [lo, hi)."""
-    if isinstance(value, np.ndarray):
-        return value.copy() if lo <= value.ctypes.data < hi else value
-    return value.clone() if lo <= value.data_ptr() < hi else value
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    return torch.from_numpy(np.empty(0, dtype)).dtype
+
+
+def _in_dataloader_worker() -> bool:
+    import torch.utils.data
+
+    return torch.utils.data.get_worker_info() is not None
+
+
+def _free(buf: np.ndarray, slot: int) -> None:
+    buf[slot * 8:(slot + 1) * 8].view(np.int64)[0] = _FREE
 
 
 def _forget_exited_workers() -> None:

@@ -3,6 +3,8 @@ the slow path, slots reused many times, a busy slot never overwritten, results n
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -31,6 +33,7 @@ def small_ring(monkeypatch):
     monkeypatch.setattr(ring, "MIN_SLOTS", 1)
     monkeypatch.setattr(ring, "_worker_ring", None)
     monkeypatch.setattr(ring, "_held", {})
+    monkeypatch.setattr(ring, "_in_dataloader_worker", lambda: True)  # for the tests that call ship() here
 
 
 @pytest.mark.parametrize("transform", ["model", "compact", "numpy"])
@@ -43,6 +46,10 @@ def test_ring_batches_equal_items_one_by_one(task, transform, request, small_rin
                                          prefetch_factor=4)
     _same(list(loader), _slow(ds, order, 2))
     assert len(ring._held) == 2  # one ring per worker reached this process
+
+
+def test_only_dataloader_workers_use_a_ring():
+    assert ring.ship(_batch(0), min_bytes=0) is None  # this process is no DataLoader worker
 
 
 def test_ring_under_forkserver_with_default_settings(tmp_path_factory):
@@ -67,31 +74,47 @@ def _batch(seed: int) -> dict[str, np.ndarray]:
     return {"inputs": g.integers(0, 255, (4, 100), dtype=np.uint8), "sample_index": g.integers(0, 99, 4)}
 
 
-def test_a_busy_slot_is_never_overwritten(small_ring):
+def test_a_slot_is_reused_only_once_its_batch_is_gone(small_ring):
     shipped = [ring.ship(_batch(i)) for i in range(3)]
     assert all(s is not None for s in shipped) and [s[2] for s in shipped] == [0, 1, 2]
-    assert ring.ship(_batch(3)) is None  # slot 0 is still held by the consumer
-    got = ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *shipped[0])  # frees slot 0
+    got = ring.receive(*shipped[0])  # views into slot 0
     assert np.array_equal(got["inputs"].numpy(), _batch(0)["inputs"])
+    assert ring.ship(_batch(3)) is None  # every slot is held: 1 and 2 by the shipped batches, 0 by `got`
+    for s in shipped[1:]:
+        ring.receive(*s)  # received and dropped at once: slots 1 and 2 are free again
+    gc.collect()
+    assert [ring.ship(_batch(5 + i))[2] for i in range(2)] == [1, 2]  # slot 0 skipped while its batch lives
+    inputs = got["inputs"]
+    del got
+    gc.collect()
+    assert ring.ship(_batch(3)) is None  # one of its tensors still does
+    assert np.array_equal(inputs.numpy(), _batch(0)["inputs"])
+    del inputs
+    gc.collect()
     again = ring.ship(_batch(4))
     assert again is not None and again[2] == 0 and again[1] is None  # the tensor travelled with the first only
+    assert np.array_equal(ring.receive(*again)["inputs"].numpy(), _batch(4)["inputs"])
     assert ring.ship({"inputs": np.zeros((8, 100), np.uint8), "sample_index": np.zeros(8, np.int64)}) is None
 
 
-def test_results_never_alias_a_slot(small_ring):
-    first = ring.ship(_batch(0))
-    views = ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *first)  # a view-making plan
-    for _ in range(3):  # slot 0 comes round again and is overwritten
-        ring.receive(lambda a: {k: torch.from_numpy(v) for k, v in a.items()}, *ring.ship(_batch(7)))
-    assert np.array_equal(views["inputs"].numpy(), _batch(0)["inputs"])
+def test_received_tensors_are_views_of_the_slot_and_keep_their_values(small_ring):
+    first = ring.receive(*ring.ship(_batch(0)))
+    for i in range(1, 7):  # the other two slots go round three times; slot 0, still held, is skipped
+        got = ring.receive(*ring.ship(_batch(i)))
+        assert np.array_equal(got["inputs"].numpy(), _batch(i)["inputs"])
+        del got
+        gc.collect()
+    held = ring._held[next(iter(ring._held))][1]
+    assert held.ctypes.data <= first["inputs"].data_ptr() < held.ctypes.data + held.nbytes  # no copy was made
+    assert np.array_equal(first["inputs"].numpy(), _batch(0)["inputs"])
 
 
 def test_rings_of_exited_workers_are_dropped_and_unknown_rings_refused(small_ring):
     ring._held["999999999:gone"] = (None, np.zeros(8, np.uint8))
-    ring.receive(lambda a: dict(a), *ring.ship(_batch(0)))
+    ring.receive(*ring.ship(_batch(0)))
     assert "999999999:gone" not in ring._held and len(ring._held) == 1
     with pytest.raises(RuntimeError, match="before the ring itself"):
-        ring.receive(lambda a: dict(a), "123:unknown", None, 0, 64, [])
+        ring.receive("123:unknown", None, 0, 64, [])
 
 
 def test_no_shared_memory_means_no_ring_and_no_lost_batch(small_ring, monkeypatch):
