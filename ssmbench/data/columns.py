@@ -11,7 +11,7 @@ item by item, and crosses a process boundary in its stored dtypes.
   plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Except that
   batches of 64 KiB and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`):
   the finished columns are copied into a slot and the main process gets them as views of it, with no work left to
-  do; smaller ones, and any the ring cannot take, travel as stored arrays inside the pickle up to `PIPE_BYTES`,
+  do (or, where the widened columns would not fit a slot, the stored arrays, transformed on arrival); smaller ones, and any the ring cannot take, travel as stored arrays inside the pickle up to `PIPE_BYTES`,
   else packed into one new shared-memory tensor, whose file descriptor is all that travels. (A tensor
   pickled by a worker otherwise costs one shared-memory file and one descriptor hand-over, a socket connection to
   the worker, each.) A batch changed in the worker after collation (a key added or replaced, a tensor modified in
@@ -144,6 +144,12 @@ def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
     return plan.tensors(stored)
 
 
+def _rebuild_from_ring(plan: ColumnPlan, *shipped: Any) -> dict[str, Any]:
+    """Unpickling a `Columns` whose stored arrays came through a worker's ring: the plan applied to them there (a
+    column the plan does not cast stays a view of the slot, which then stays in use as long as it lives)."""
+    return plan.tensors({k: t.numpy() for k, t in ring.receive(*shipped).items()})
+
+
 _ALIGN = 64
 
 
@@ -191,9 +197,15 @@ class Columns(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         if not self.unchanged():
             return dict, (dict(self),)
-        shipped = ring.ship({k: t.numpy() for k, t in self.items()})  # the finished columns, no work left
-        if shipped is not None:
-            return ring.receive, shipped
+        finished = {k: t.numpy() for k, t in self.items()}
+        if sum(v.nbytes for v in finished.values()) <= ring.RING_BYTES // ring.MIN_SLOTS:
+            shipped = ring.ship(finished)  # no work left for the main process
+            if shipped is not None:
+                return ring.receive, shipped
+        else:  # widened columns would not fit the ring: the stored arrays do, the plan runs on arrival
+            shipped = ring.ship(self.stored)
+            if shipped is not None:
+                return _rebuild_from_ring, (self.plan, *shipped)
         if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
             return _rebuild, (self.plan, self.stored)
         return _rebuild_packed, (self.plan, *_pack(self.stored))

@@ -48,6 +48,24 @@ def test_ring_batches_equal_items_one_by_one(task, transform, request, small_rin
     assert len(ring._held) == 2  # one ring per worker reached this process
 
 
+@pytest.mark.parametrize("what", ["finished", "stored"])
+def test_model_batches_come_finished_or_as_stored_arrays(pathfinder, small_ring, monkeypatch, what):
+    """Widened `model` columns travel finished (the main process gets views of the slot) while they fit a slot;
+    with a ring too small for them, the stored arrays travel and are widened on arrival (fresh tensors)."""
+    if what == "stored":
+        monkeypatch.setattr(ring, "RING_BYTES", 10 << 10)  # 24 KiB of float32 / int64 columns, 4 KiB stored
+    ds = open_dataset(pathfinder, "train")
+    order = list(range(len(ds)))
+    batches = list(torch.utils.data.DataLoader(ds, batch_size=2, sampler=order, num_workers=2,
+                                               collate_fn=ds.collate))
+    _same(batches, _slow(ds, order, 2))
+    rings = [held for _, held in ring._held.values()]
+    assert len(rings) == 2
+    in_ring = [any(r.ctypes.data <= b["inputs"].data_ptr() < r.ctypes.data + r.nbytes for r in rings)
+               for b in batches]
+    assert any(in_ring) == (what == "finished")
+
+
 def test_only_dataloader_workers_use_a_ring():
     assert ring.ship(_batch(0), min_bytes=0) is None  # this process is no DataLoader worker
 
