@@ -150,34 +150,19 @@ def _rebuild_from_ring(plan: ColumnPlan, *shipped: Any) -> dict[str, Any]:
     return plan.tensors({k: t.numpy() for k, t in ring.receive(*shipped).items()})
 
 
-_ALIGN = 64
-
-
-def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, list[tuple[str, str, tuple[int, ...], int]]]:
-    """The stored arrays copied into one shared-memory uint8 tensor, and their layout [(name, dtype, shape,
-    byte offset)] (offsets aligned to 64 bytes)."""
+def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, ring.Layout]:
+    """The stored arrays copied into one new shared-memory uint8 tensor, and their layout (`ring.layout_of`)."""
     import torch
 
-    layout, total = [], 0
-    for k, v in stored.items():
-        layout.append((k, v.dtype.str, v.shape, total))
-        total += -(-v.nbytes // _ALIGN) * _ALIGN
+    layout, total = ring.layout_of(stored)
     flat = torch.empty(total, dtype=torch.uint8).share_memory_()  # (total,) bytes
-    buf = flat.numpy()
-    for (_, _, _, offset), v in zip(layout, stored.values(), strict=True):
-        buf[offset:offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    ring.copy_in(flat.numpy(), 0, layout, stored)
     return flat, layout
 
 
-def _rebuild_packed(plan: ColumnPlan, flat: Any, layout: list[tuple[str, str, tuple[int, ...], int]]
-                    ) -> dict[str, Any]:
+def _rebuild_packed(plan: ColumnPlan, flat: Any, layout: ring.Layout) -> dict[str, Any]:
     """Unpickling a packed `Columns`: the stored arrays as views into the shared tensor, then the plan."""
-    buf = flat.numpy()
-    stored = {}
-    for k, dtype, shape, offset in layout:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        stored[k] = buf[offset:offset + nbytes].view(dtype).reshape(shape)
-    return plan.tensors(stored)
+    return plan.tensors(ring.views(flat.numpy(), 0, layout))
 
 
 class Columns(dict):
@@ -218,9 +203,7 @@ class Columns(dict):
 
 
 def _in_worker() -> bool:
-    import torch.utils.data
-
-    return torch.utils.data.get_worker_info() is not None
+    return ring.in_dataloader_worker()
 
 
 def collate(items: Sequence[Any]) -> Any:

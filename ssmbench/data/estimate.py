@@ -121,14 +121,13 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     disk += PREVIEW if task.card_preview else 0
     disk += sum(a.nbytes + 128 for a in fixed.values())  # fixed.npy
     cores = os.cpu_count() or 1
+    fixed_s = FINALIZE_S + (PREVIEW_S if task.card_preview else 0.0)
     if workers <= 1:  # this process: the generator's threads, then a serial write
         per_sample_s = gen_seconds / par + write_seconds
-        fixed_s = FINALIZE_S + (PREVIEW_S if task.card_preview else 0.0)
     else:  # a pool: one thread per worker, workers busy until the shards run out
         busy = min(workers, cores, max(1, len(plan.shards)))
         per_sample_s = (gen_seconds + write_seconds) / busy
-        fixed_s = FINALIZE_S + (PREVIEW_S if task.card_preview else 0.0) + POOL_START_S \
-            + (startup + load) * max(1.0, workers / cores)
+        fixed_s += POOL_START_S + (startup + load) * max(1.0, workers / cores)
     probe_s = time.process_time() - startup  # a run that is not --quiet pays for this estimate too
     seconds = fixed_s + startup + probe_s + per_sample_s * total
     peak = disk

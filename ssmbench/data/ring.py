@@ -53,6 +53,22 @@ def layout_of(stored: dict[str, np.ndarray]) -> tuple[Layout, int]:
     return layout, total
 
 
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def copy_in(buf: np.ndarray, base: int, layout: Layout, arrays: dict[str, np.ndarray]) -> None:
+    """Copy `arrays` into the bytes `buf` at `base` + their offsets in `layout`."""
+    for (_, _, _, offset), v in zip(layout, arrays.values(), strict=True):
+        buf[base + offset:base + offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+
+
+def views(buf: np.ndarray, base: int, layout: Layout) -> dict[str, np.ndarray]:
+    """The arrays of `layout` as views into the bytes `buf` at `base` (no copy)."""
+    return {k: buf[base + offset:base + offset + _nbytes(dtype, shape)].view(dtype).reshape(shape)
+            for k, dtype, shape, offset in layout}
+
+
 class _Ring:
     """The worker's end: one shared tensor = flags (slots x int64) + slots."""
 
@@ -77,7 +93,7 @@ def ship(batch: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[An
     tensor or None, slot, byte offset, layout)`, or None (too small, too large for a slot, or the slot in use)."""
     global _worker_ring
     layout, total = layout_of(batch)
-    if total < (MIN_BATCH_BYTES if min_bytes is None else min_bytes) or not _in_dataloader_worker():
+    if total < (MIN_BATCH_BYTES if min_bytes is None else min_bytes) or not in_dataloader_worker():
         return None
     if _worker_ring is None or _worker_ring[0] != os.getpid():
         if total == 0 or RING_BYTES // total < MIN_SLOTS:
@@ -95,8 +111,7 @@ def ship(batch: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[An
     slot = free[0]  # the first free one from where the last left off
     ring.flags[slot] = _BUSY
     base = ring.header + slot * ring.slot_bytes
-    for (_, _, _, offset), v in zip(layout, batch.values(), strict=True):
-        ring.buf[base + offset:base + offset + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    copy_in(ring.buf, base, layout, batch)
     ring.next = (slot + 1) % ring.slots
     tensor = None if ring.announced else ring.tensor
     ring.announced = True
@@ -115,25 +130,16 @@ def receive(ring_id: str, tensor: Any, slot: int, base: int, layout: Layout) -> 
     except KeyError:
         raise RuntimeError(f"a batch came through shared-memory ring {ring_id} before the ring itself: every batch of "
                            "a DataLoader worker must be unpickled by one process") from None
-    end = max((offset + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-               for _, dtype, shape, offset in layout), default=0)
+    end = max((offset + _nbytes(dtype, shape) for _, dtype, shape, offset in layout), default=0)
     held = buf[base:base + end]
     weakref.finalize(held, _free, buf, slot)
-    flat = torch.from_numpy(held)  # (end,) uint8; its storage keeps `held` alive, and every column is a view of it
-    out = {}
-    for k, dtype, shape, offset in layout:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        out[k] = flat[offset:offset + nbytes].view(_torch_dtype(dtype)).view(shape)
-    return out
+    # NumPy views of `held` would name the ring's buffer as their base, not `held`: going through a tensor of it
+    # makes every column keep `held` itself alive (column -> view -> flat.numpy() -> flat -> held)
+    flat = torch.from_numpy(held)  # (end,) uint8
+    return {k: torch.from_numpy(v) for k, v in views(flat.numpy(), 0, layout).items()}
 
 
-def _torch_dtype(dtype: str) -> Any:
-    import torch
-
-    return torch.from_numpy(np.empty(0, dtype)).dtype
-
-
-def _in_dataloader_worker() -> bool:
+def in_dataloader_worker() -> bool:
     import torch.utils.data
 
     return torch.utils.data.get_worker_info() is not None

@@ -33,7 +33,7 @@ def small_ring(monkeypatch):
     monkeypatch.setattr(ring, "MIN_SLOTS", 1)
     monkeypatch.setattr(ring, "_worker_ring", None)
     monkeypatch.setattr(ring, "_held", {})
-    monkeypatch.setattr(ring, "_in_dataloader_worker", lambda: True)  # for the tests that call ship() here
+    monkeypatch.setattr(ring, "in_dataloader_worker", lambda: True)  # for the tests that call ship() here
 
 
 @pytest.mark.parametrize("transform", ["model", "compact", "numpy"])
