@@ -104,3 +104,17 @@ def test_a_flipped_byte_in_a_row_chunk_is_reported_as_damage(tmp_path, tiny_shif
     ds[2]
     with pytest.raises(DatasetError, match="damaged"):
         ds[3]
+
+
+def test_a_chunk_that_inflates_to_the_wrong_size_is_an_error(tmp_path):
+    """A well-formed zlib stream of the wrong length in a row's chunk (written raw) is refused, not reshaped."""
+    import zlib
+
+    _write(tmp_path / "a.h5", np.zeros((3, 16), np.uint8), chunks=(1, 16), compression="gzip")
+    with h5py.File(tmp_path / "a.h5", "r+") as f:
+        f["x"].id.write_direct_chunk((1, 0), zlib.compress(bytes(15)))
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        reader, out = rows_reader(f["x"]), np.zeros((1, 16), np.uint8)
+        reader.read_into(out, np.array([0]), np.array([0]))
+        with pytest.raises(OSError, match="decodes to 15 bytes, expected 16"):
+            reader.read_into(out, np.array([0]), np.array([1]))
