@@ -60,7 +60,7 @@ def test_docs_holds_no_copies_of_readme_sections():
 
 
 # distribution name -> import name, where they differ
-IMPORT_NAME = {"pillow": "PIL", "scikit-learn": "sklearn", "pyyaml": "yaml"}
+IMPORT_NAME = {"pillow": "PIL", "scikit-learn": "sklearn", "pyyaml": "yaml", "zlib-ng": "zlib_ng"}
 
 
 def test_every_core_dependency_is_imported():

@@ -10,9 +10,11 @@ item by item, and crosses a process boundary in its stored dtypes.
   (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
   plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Except that
   batches of 64 KiB and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`):
-  the finished columns are copied into a slot and the main process gets them as views of it, with no work left to
-  do (or, where the widened columns would not fit a slot, the stored arrays, transformed on arrival); smaller ones, and any the ring cannot take, travel as stored arrays inside the pickle up to `PIPE_BYTES`,
-  else packed into one new shared-memory tensor, whose file descriptor is all that travels. (A tensor
+  `Batch.of` makes the columns straight in a free slot (`ring.reserve`: no copy at all), and the main process gets
+  them as views of it, with no work left to do (where the widened columns would not fit a slot, the stored arrays
+  are copied into one and transformed on arrival); smaller batches, and any the ring cannot take, travel as stored
+  arrays inside the pickle up to `PIPE_BYTES`, else packed into one new shared-memory tensor, whose file descriptor
+  is all that travels. (A tensor
   pickled by a worker otherwise costs one shared-memory file and one descriptor hand-over, a socket connection to
   the worker, each.) A batch changed in the worker after collation (a key added or replaced, a tensor modified in
   place) travels as it is.
@@ -63,50 +65,61 @@ class ColumnPlan:
     l_output: int
     fields: tuple[str, ...] = ()
 
-    def arrays(self, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def arrays(self, stored: dict[str, np.ndarray], out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """{name: (B, ...)} in the yielded layout and dtypes: inputs, targets, sample_index, then the extra fields
-        ("numpy": the stored arrays unchanged, in their own order)."""
+        ("numpy": the stored arrays unchanged, in their own order). With `out` ({name: array} of `layout(stored)`,
+        e.g. a worker's shared-memory slot), each column is written there instead of into new memory."""
         if self.transform == "numpy":
             return stored
-        model = self.transform == "model"
-        cols = {"inputs": self._inputs(stored["inputs"], model), "targets": self._targets(stored["targets"], model),
-                "sample_index": stored["sample_index"]}
-        for k in self.fields:
-            v = stored[k]
-            cols[k] = v if not model else v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
+        cols = {}
+        for k, (source, dtype, scale) in self._recipe(stored).items():
+            if out is not None:
+                column = out[k]
+                np.copyto(column, source, casting="unsafe")
+            else:
+                column = source.astype(dtype, copy=scale is not None)
+            if scale is not None:  # float32 x * a + b, rounded after each step: bit for bit what the backbone
+                column *= dtype.type(scale[0])  # computes from "compact" inputs (a * x.float() + b)
+                column += dtype.type(scale[1])
+            cols[k] = column
         return cols
 
-    def tensors(self, stored: dict[str, np.ndarray]) -> dict[str, Any]:
+    def layout(self, stored: dict[str, np.ndarray]) -> tuple[ring.Layout, int]:
+        """Where each yielded column of this batch goes in a slot, and the bytes they take (`ring.layout_of`)."""
+        return ring.layout_of({k: np.broadcast_to(np.empty((), dtype), source.shape)  # shape and dtype only
+                               for k, (source, dtype, _) in self._recipe(stored).items()})
+
+    def tensors(self, stored: dict[str, np.ndarray], out: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         """{name: (B, ...) tensor}: `arrays` as tensors (sharing memory with them: no copy where no cast is needed).
         For "numpy" this is what `default_collate` makes of the NumPy items: the stored arrays as tensors."""
         import torch
 
-        return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.arrays(stored).items()}
+        return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.arrays(stored, out).items()}
 
-    def _inputs(self, x: np.ndarray, model: bool) -> np.ndarray:
-        """(B, *stored) -> (B, T, 1) float32 pixels / (B, T) int64 tokens / (B, T, d) float32 reals."""
+    def _recipe(self, stored: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.dtype, Any]]:
+        """{name: (the stored column viewed in the yielded shape, the yielded dtype, (a, b) to scale by or None)}."""
+        model = self.transform == "model"
+        x, y = stored["inputs"], stored["targets"]
         b = len(x)
-        if self.input_kind == "pixels":
-            x = x.reshape(b, -1, 1)  # (B, T, 1) row-major flattening of each image
-            if not model:
-                return x
-            a, c = self.input_scale or (1.0, 0.0)
-            out = x.astype(np.float32)  # (B, T, 1): float32 x * a + b, rounded after each step, bit for bit what
-            out *= np.float32(a)  # the backbone computes from "compact" inputs (a * x.float() + b)
-            out += np.float32(c)
-            return out
-        if self.input_kind == "tokens":
-            return x.astype(np.int64) if model else x
-        return x.astype(np.float32, copy=False)
-
-    def _targets(self, y: np.ndarray, model: bool) -> np.ndarray:
-        """Classification: (B, l_output) int64 class ids (ignore_index kept); regression: float32 as stored."""
-        b = len(y)
-        if self.target_kind != "classify":
-            return y.astype(np.float32, copy=False)
-        if int(np.prod(y.shape[1:], dtype=np.int64)) == self.l_output:
-            y = y.reshape(b, self.l_output)  # Pathfinder masks: the same row-major order as the pixels
-        return y.astype(np.int64) if model else y
+        if self.input_kind == "pixels":  # (B, T, 1) row-major flattening of each image
+            x = x.reshape(b, -1, 1)
+            inputs = (x, np.dtype(np.float32), self.input_scale or (1.0, 0.0)) if model else (x, x.dtype, None)
+        elif self.input_kind == "tokens":  # (B, T) ids
+            inputs = (x, np.dtype(np.int64) if model else x.dtype, None)
+        else:  # (B, T, d) reals
+            inputs = (x, np.dtype(np.float32), None)
+        if self.target_kind == "classify":  # (B, l_output) class ids, ignore_index kept
+            if int(np.prod(y.shape[1:], dtype=np.int64)) == self.l_output:
+                y = y.reshape(b, self.l_output)  # Pathfinder masks: the same row-major order as the pixels
+            targets = (y, np.dtype(np.int64) if model else y.dtype, None)
+        else:  # regression: float32 as stored
+            targets = (y, np.dtype(np.float32), None)
+        recipe = {"inputs": inputs, "targets": targets, "sample_index": (stored["sample_index"],
+                                                                         stored["sample_index"].dtype, None)}
+        for k in self.fields:
+            v = stored[k]
+            recipe[k] = (v, np.dtype(np.float32 if v.dtype.kind == "f" else np.int64) if model else v.dtype, None)
+        return recipe
 
 
 class Batch(list):
@@ -114,21 +127,26 @@ class Batch(list):
     tensor}, the collated batch; None until `collate` needs it), `stored` (the arrays as read) and `plan`."""
 
     def __init__(self, items: list[Any], columns: dict[str, Any] | None = None, *,
-                 stored: dict[str, np.ndarray] | None = None, plan: ColumnPlan | None = None) -> None:
+                 stored: dict[str, np.ndarray] | None = None, plan: ColumnPlan | None = None,
+                 reservation: ring.Reservation | None = None) -> None:
         super().__init__(items)
-        self.columns, self.stored, self.plan = columns, stored, plan
+        self.columns, self.stored, self.plan, self.reservation = columns, stored, plan, reservation
 
     @classmethod
     def of(cls, stored: dict[str, np.ndarray], plan: ColumnPlan) -> Batch:
         """Transform a batch of stored arrays: items are views into the columns (rows of the NumPy arrays for
-        "numpy", which makes no tensor)."""
+        "numpy", which makes no tensor). In a DataLoader worker the columns are made straight in a slot of its
+        ring where one is free (`ring.reserve`), so that they travel without a copy."""
         if plan.transform == "numpy":
             rows = [list(v) for v in stored.values()]  # per field: B row views (NumPy scalars for (B,) fields)
             return cls([dict(zip(stored, r, strict=True)) for r in zip(*rows, strict=True)], stored=stored,
                        plan=plan)
-        columns = plan.tensors(stored)
+        reserved = ring.reserve(*plan.layout(stored))
+        reservation, out = reserved if reserved is not None else (None, None)
+        columns = plan.tensors(stored, out)
         rows = zip(*(t.unbind(0) for t in columns.values()), strict=True)  # B tuples of views, one per column
-        return cls([dict(zip(columns, r, strict=True)) for r in rows], columns, stored=stored, plan=plan)
+        return cls([dict(zip(columns, r, strict=True)) for r in rows], columns, stored=stored, plan=plan,
+                   reservation=reservation)
 
 
 def _version(tensor: Any) -> int | None:
@@ -169,9 +187,10 @@ class Columns(dict):
     """{name: (B, ...) tensor} collated in a DataLoader worker: it pickles as the stored arrays and its plan (see
     the module docstring), unless it was changed after collation; it unpickles as a plain dict."""
 
-    def __init__(self, columns: dict[str, Any], stored: dict[str, np.ndarray], plan: ColumnPlan) -> None:
+    def __init__(self, columns: dict[str, Any], stored: dict[str, np.ndarray], plan: ColumnPlan,
+                 reservation: ring.Reservation | None = None) -> None:
         super().__init__(columns)
-        self.stored, self.plan = stored, plan
+        self.stored, self.plan, self.reservation = stored, plan, reservation
         self.made = {k: (t, _version(t)) for k, t in columns.items()}
 
     def unchanged(self) -> bool:
@@ -182,8 +201,11 @@ class Columns(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         if not self.unchanged():
             return dict, (dict(self),)
+        shipped = None if self.reservation is None else self.reservation.ship()
+        if shipped is not None:  # made in a slot of the worker's ring: nothing to copy
+            return ring.receive, shipped
         finished = {k: t.numpy() for k, t in self.items()}
-        if sum(v.nbytes for v in finished.values()) <= ring.RING_BYTES // ring.MIN_SLOTS:
+        if ring.fits(ring.layout_of(finished)[1]):
             shipped = ring.ship(finished)  # no work left for the main process
             if shipped is not None:
                 return ring.receive, shipped
@@ -198,7 +220,7 @@ class Columns(dict):
     def __copy__(self) -> Columns:  # copy.copy (default_convert does one): same tensors, same provenance
         clone = Columns.__new__(Columns)
         dict.update(clone, self)
-        clone.stored, clone.plan, clone.made = self.stored, self.plan, self.made
+        clone.stored, clone.plan, clone.made, clone.reservation = self.stored, self.plan, self.made, self.reservation
         return clone
 
 
@@ -213,7 +235,7 @@ def collate(items: Sequence[Any]) -> Any:
     if isinstance(items, Batch) and (items.columns is not None or items.plan is not None):
         columns = items.columns if items.columns is not None else items.plan.tensors(items.stored)
         if items.plan is not None and items.stored is not None and _in_worker():
-            return Columns(columns, items.stored, items.plan)
+            return Columns(columns, items.stored, items.plan, getattr(items, "reservation", None))
         return columns
     import torch
 

@@ -63,7 +63,7 @@ import numpy as np
 
 from ..api import Field, Spec
 from ..errors import DatasetError
-from .chunk_rows import rows_reader
+from .chunk_rows import file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
 
@@ -312,7 +312,8 @@ class FolderDataset:
                                    "locking=False); close that handle first") from None
             raise DatasetError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
                                f"verify {self.root}`, then re-download or rebuild the folder") from None
-        datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader(f[k])) for k in self._read}
+        fd = file_descriptor(f)
+        datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader(f[k], fd)) for k in self._read}
         self._files[s] = (f, datasets)
         while len(self._files) > self.max_open_files:
             _, (old, _) = self._files.popitem(last=False)

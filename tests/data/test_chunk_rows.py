@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from ssmbench import DatasetError, open_dataset
-from ssmbench.data.chunk_rows import DatasetRows, InflatedRows, rows_reader
+from ssmbench.data import chunk_rows
+from ssmbench.data.chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 
 
 def _write(path: Path, data: np.ndarray, **kwargs) -> None:
@@ -19,11 +20,24 @@ def _write(path: Path, data: np.ndarray, **kwargs) -> None:
         f.create_dataset("x", data=data, **kwargs)
 
 
+@pytest.fixture(params=["zlib-ng", "zlib"])
+def inflater(request, monkeypatch):
+    """Both inflaters the reader may run with: zlib-ng (installed with ssmbench) and CPython's zlib (its fallback)."""
+    if request.param == "zlib":
+        import zlib
+
+        monkeypatch.setattr(chunk_rows, "_zlib", zlib)
+    else:
+        assert chunk_rows._zlib.__name__.startswith("zlib_ng")
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float32", "int64", "float64"])
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("fletcher32", [False, True])
 @pytest.mark.parametrize("row_shape", [(37,), (9, 5)])
-def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shape):
+@pytest.mark.parametrize("at_offsets", [True, False], ids=["pread", "read_direct_chunk"])
+def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shape, at_offsets, inflater):
     rng = np.random.default_rng(0)
     data = (rng.standard_normal((12, *row_shape)) * 1000).astype(dtype)
     _write(tmp_path / "a.h5", data, chunks=(1, *row_shape), compression="gzip", compression_opts=4,
@@ -31,8 +45,8 @@ def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shap
     rows = rng.permutation(12)[:7]
     dst = rng.permutation(9)[:7]
     with h5py.File(tmp_path / "a.h5", "r") as f:
-        reader = rows_reader(f["x"])
-        assert isinstance(reader, InflatedRows)
+        reader = rows_reader(f["x"], file_descriptor(f) if at_offsets else None)
+        assert isinstance(reader, InflatedRows) and (reader.table is not None) == at_offsets
         got = np.zeros((9, *row_shape), dtype)
         reader.read_into(got, dst, rows)
     want = np.zeros_like(got)
@@ -58,12 +72,13 @@ def test_other_layouts_are_read_through_h5py(tmp_path, layout):
     assert np.array_equal(got, data[[6, 3]])
 
 
-def test_ssmbench_shards_take_the_inflating_path(pathfinder, listops, tiny_shift):
+def test_ssmbench_shards_take_the_fast_path(pathfinder, listops, tiny_shift):
     """The loader's own tests compare items with h5py's reads; this makes sure they exercise `InflatedRows`."""
     for folder in (pathfinder, listops, tiny_shift):
         ds = open_dataset(folder, "train")
         readers = ds._open(0)
-        assert isinstance(readers["inputs"], InflatedRows) and isinstance(readers["targets"], InflatedRows), folder
+        for k in ("inputs", "targets"):  # chunks read at their offsets in the file
+            assert isinstance(readers[k], InflatedRows) and readers[k].table is not None, (folder, k)
         ds.close()
 
 
@@ -118,3 +133,34 @@ def test_a_chunk_that_inflates_to_the_wrong_size_is_an_error(tmp_path):
         reader.read_into(out, np.array([0]), np.array([0]))
         with pytest.raises(OSError, match="decodes to 15 bytes, expected 16"):
             reader.read_into(out, np.array([0]), np.array([1]))
+
+
+def test_chunks_are_read_at_offsets_only_where_the_file_allows_it(tmp_path):
+    """A user block, another file driver, or a row whose chunk was never written: no offsets, chunks come through
+    `read_direct_chunk` (or h5py), and the rows still equal h5py's."""
+    data = np.arange(4 * 16, dtype=np.uint8).reshape(4, 16)
+    with h5py.File(tmp_path / "ub.h5", "w", userblock_size=512) as f:
+        f.create_dataset("x", data=data, chunks=(1, 16), compression="gzip")
+    with h5py.File(tmp_path / "ub.h5", "r") as f:
+        assert file_descriptor(f) is None
+    with h5py.File(tmp_path / "ub.h5", "r", driver="core") as f:
+        assert file_descriptor(f) is None
+    with h5py.File(tmp_path / "holes.h5", "w") as f:
+        f.create_dataset("x", shape=(4, 16), dtype=np.uint8, chunks=(1, 16), compression="gzip")[[0, 2]] = data[[0, 2]]
+    with h5py.File(tmp_path / "holes.h5", "r") as f:
+        fd = file_descriptor(f)
+        assert fd is not None and chunk_rows.chunk_table(f["x"], fd, f["x"].shape) is None
+        reader, out = rows_reader(f["x"], fd), np.zeros((2, 16), np.uint8)
+        assert reader.table is None
+        reader.read_into(out, np.array([0, 1]), np.array([2, 0]))
+        assert np.array_equal(out, data[[2, 0]])
+
+
+def test_offsets_that_do_not_give_the_chunk_are_not_used(tmp_path, monkeypatch):
+    """The first chunk is read both ways when the table is made: bytes that differ mean no table."""
+    _write(tmp_path / "a.h5", np.arange(64, dtype=np.uint8).reshape(4, 16), chunks=(1, 16), compression="gzip")
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        fd = file_descriptor(f)
+        assert chunk_rows.chunk_table(f["x"], fd, f["x"].shape) is not None
+        monkeypatch.setattr(chunk_rows.os, "pread", lambda fd, n, offset: bytes(n))
+        assert chunk_rows.chunk_table(f["x"], fd, f["x"].shape) is None

@@ -138,8 +138,68 @@ def test_rings_of_exited_workers_are_dropped_and_unknown_rings_refused(small_rin
 def test_no_shared_memory_means_no_ring_and_no_lost_batch(small_ring, monkeypatch):
     """ship runs in the worker's queue-feeder thread, where an exception would drop the batch: a ring that cannot be
     made sends every batch the other way instead."""
-    def refuse(self, slot_bytes):
+    def refuse(self, *args):
         raise RuntimeError("unable to write to file </torch_123_0_0>: No space left on device (28)")
 
     monkeypatch.setattr(ring._Ring, "__init__", refuse)
     assert ring.ship(_batch(0)) is None and ring.ship(_batch(1)) is None
+
+
+def test_columns_are_made_in_a_slot_and_shipped_without_a_copy(pathfinder, small_ring):
+    """In a worker, `model` columns are written straight into a free slot (no copy when the batch is shipped); a
+    batch dropped in the worker unshipped gives its slot back; a shipped one is given back by the consumer only."""
+    from multiprocessing.reduction import ForkingPickler
+
+    ds = open_dataset(pathfinder, "train")
+    made = ds.__getitems__([0, 1])
+    worker_ring = ring._worker_ring[1]
+    buf = worker_ring.buf
+    assert buf.ctypes.data <= made.columns["inputs"].data_ptr() < buf.ctypes.data + buf.nbytes
+    assert worker_ring.flags.tolist() == [1, 0, 0]
+    del made
+    gc.collect()
+    assert worker_ring.flags.tolist() == [0, 0, 0]  # dropped in the worker: the slot is free again
+
+    want = _slow(ds, [2, 3], 2)[0]
+    gc.collect()
+    columns = ds.collate(ds.__getitems__([2, 3]))
+    message = ForkingPickler.dumps(columns)
+    assert len(message) < 1024  # a slot number and a layout, not 2 x 16 KiB of columns
+    del columns
+    gc.collect()
+    assert worker_ring.flags.tolist().count(1) == 1  # shipped: still held until the consumer is done with it
+    got = ForkingPickler.loads(message)
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    del got
+    gc.collect()
+    assert worker_ring.flags.tolist() == [0, 0, 0]
+
+
+def test_a_reserved_batch_ships_once():
+    class Ring:
+        id, tensor, header, slot_bytes, announced = "1:x", "tensor", 64, 128, False
+
+    reservation = ring.Reservation(Ring(), 1, [])
+    assert reservation.ship() == ("1:x", "tensor", 1, 192, []) and reservation.ship() is None
+
+
+def test_items_taken_by_another_collate_are_copies_not_views_of_a_slot(pathfinder, small_ring):
+    """A collate_fn that returns the items themselves (views of columns made in a slot): torch pickles them as
+    copies, so batches kept by the consumer keep their values while the workers reuse every slot many times."""
+    ds = open_dataset(pathfinder, "train")
+    order = ShardAwareSampler(ds, seed=1, rank=0, world_size=1).indices().tolist()
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, sampler=order, num_workers=2, collate_fn=list)
+    got = [torch.utils.data.default_collate(items) for items in list(loader)]
+    _same(got, _slow(ds, order, 2))
+
+
+def test_ring_budget_follows_free_shared_memory(monkeypatch):
+    """A 64 MiB /dev/shm (a container's default) with 40 MiB free: a ring may take 5 MiB, so a 3 MiB batch (PF-128
+    `model`, B = 16) gets none and a 512 KiB one (its stored arrays) gets 8 slots' worth."""
+    import os
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_bavail=10 * 1024, f_frsize=4096))
+    monkeypatch.setattr(ring, "_worker_ring", None)
+    assert ring.ring_budget() == 5 << 20
+    assert not ring.fits(3 << 20) and ring.fits(512 << 10)
