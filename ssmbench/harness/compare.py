@@ -106,7 +106,10 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
                                               "steps": r.get("steps"), "preset": r.get("preset"),
                                               "group": r.get("group"), "params": r["params"], "seeds": {},
-                                              "times": {}})
+                                              "times": {}, "params_max": r["params"]})
+        if r["params"] is not None:  # tasks' input and output widths differ: the same model has a range of sizes
+            col["params"] = min(p for p in (col["params"], r["params"]) if p is not None)
+            col["params_max"] = max(p for p in (col["params_max"], r["params"]) if p is not None)
         col["seeds"].setdefault(r["task"], {})[r.get("seed")] = r["cells"]  # newest last: replaces an older rerun
         if r.get("time_per_step_s"):
             col["times"].setdefault(f"{r['task']}@{r['device']}", []).append(r["time_per_step_s"])
@@ -160,11 +163,15 @@ def _distinguish(columns: list[dict[str, Any]]) -> dict[int, str]:
 
 
 def _title(col: dict[str, Any]) -> str:
-    params = col["params"]
-    size = f"{params / 1e6:.1f}M" if params and params >= 1e6 else f"{params / 1e3:.1f}K" if params else "?"
+    low, high = _size(col["params"]), _size(col.get("params_max"))
+    size = low if high in ("?", low) else f"{low}-{high}"  # the smallest and largest run of the column
     steps = f" {col['steps']} steps" if col.get("steps") else ""
     preset = f" {col['preset']}" if col.get("preset") else ""
     return f"{col['model']} {col['layers']}L L={col['L']}{steps}{preset} ({size})"
+
+
+def _size(params: int | None) -> str:
+    return f"{params / 1e6:.1f}M" if params and params >= 1e6 else f"{params / 1e3:.1f}K" if params else "?"
 
 
 def _cell(c: dict[str, Any] | None) -> str:

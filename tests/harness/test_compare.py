@@ -93,3 +93,17 @@ def test_json_results_are_strict_json(capsys):
     emit({"val": {"r2": float("nan"), "per_class": [1.0, float("inf")]}, "steps": 3}, True, "unused")
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
     assert out == {"val": {"r2": None, "per_class": [1.0, None]}, "steps": 3}
+
+
+def test_a_column_names_the_size_range_of_its_runs(tmp_path):
+    """One model on two tasks whose input widths differ (37,120 and 37,250 parameters): the header shows the range,
+    whichever task ran first; one size alone is shown once."""
+    runs = []
+    for task, params, t in (("shift", 37_250, 2), ("cumsum", 37_120, 1)):
+        folder = _finished(tmp_path / task, {**_config(2000, 0), "task": task}, 0.9)
+        metrics = json.loads((folder / "metrics.json").read_text())
+        (folder / "metrics.json").write_text(json.dumps({**metrics, "task": task, "parameters": params}))
+        runs += load_runs([folder])
+        runs[-1]["time"] = t
+    assert "(37.1K-37.2K)" in render_text(build_table(runs))
+    assert "(37.1K)" in render_text(build_table(runs[1:]))
