@@ -138,23 +138,34 @@ def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
         raise ConfigError("config", str(exc)) from None
 
 
-def parse_overrides(pairs: Iterable[str], option: str = "-o") -> dict[str, str]:
+def parse_overrides(pairs: Iterable[str], option: str = "-o", removable: bool = False) -> dict[str, str | None]:
     """The one `key=value` parser (-o, extra --key options, --split): values stay strings, dashes in keys become
-    underscores; a pair without '=' or without a key is a ConfigError naming `option`.
+    underscores; a pair without '=' or without a key is a ConfigError naming `option`. With `removable` (eval's -o),
+    `~model.KEY` removes a model key a preset set (value None: the model's own default applies).
 
     >>> parse_overrides(["L=64", "min-length = 5", "note=a=b"])
     {'L': '64', 'min_length': ' 5', 'note': 'a=b'}
+    >>> parse_overrides(["model.d_model=64", "~model.dt-min"], removable=True)
+    {'model.d_model': '64', 'model.dt_min': None}
     >>> parse_overrides(["train=0.8", "val"], option="--split")
     Traceback (most recent call last):
     ...
     ssmbench.errors.ConfigError: --split: expected key=value, got 'val'
     """
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip().replace("-", "_")
+        if removable and key.startswith("~"):
+            key = key[1:].strip()
+            if sep or not key.startswith("model.") or key == "model.":
+                raise ConfigError(option, f"{pair!r}: ~ removes a model key a preset set, as ~model.KEY (no value); "
+                                          "give other keys a value instead")
+            out[key] = None
+            continue
         if not sep or not key:
-            raise ConfigError(option, f"expected key=value, got {pair!r}")
+            raise ConfigError(option, f"expected key=value, got {pair!r}" + (
+                " (~model.KEY removes a preset's model key)" if removable else ""))
         out[key] = value
     return out
 

@@ -54,7 +54,8 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
               "(`ssmbench ls presets`).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="TOML or JSON file of -o keys (applied after the preset).")
-@click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key (repeatable).")
+@click.option("-o", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a key (repeatable); ~model.KEY removes a model key the preset set.")
 @click.option("--seed", type=int, default=0, help="Training seed (the data seed is -o data.seed).")
 @click.option("--seeds", help="Several training seeds, e.g. 0,1,2: one run each (a suite); `compare` shows "
               "mean ± std.")
@@ -89,7 +90,7 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
     from ..config import parse_overrides
     from ..harness import evaluation
 
-    keys: dict[str, Any] = parse_overrides(overrides)
+    keys: dict[str, Any] = parse_overrides(overrides, removable=True)
     if log_samples:
         keys["eval.log_samples"] = "true"
     if checkpoint and resume_dir:

@@ -139,7 +139,7 @@ class RunConfig:
             if not dot or head == "task":
                 task_keys[rest if dot else key] = value
             elif head == "model":
-                if value is None:  # a Python caller removes a preset's model key (e.g. for its own plug-in)
+                if value is None:  # ~model.KEY on the command line, or None from Python: the preset's key goes
                     model.pop(rest, None)
                 else:
                     model[rest] = parse_value(value)

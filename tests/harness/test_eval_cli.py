@@ -52,6 +52,16 @@ def test_eval_prints_scores_and_compare_builds_the_table(tmp_path):
     assert data["columns"][0]["time_ratio"] == pytest.approx(1.0)
 
 
+def test_tilde_removes_a_model_key_the_preset_set(tmp_path):
+    """The quick preset gives DLR d_state = 512; `-o ~model.d_state` leaves it to the model's own default (what
+    config.json records and what the run was built with), and the other preset keys stay."""
+    run = ssmbench("eval", "--model", "dlr", *TINY, "-o", "~model.d_state", "-o", "train.steps=2",
+                   "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr
+    overrides = json.loads((tmp_path / "run" / "config.json").read_text())["model_overrides"]
+    assert "d_state" not in overrides and overrides["d_model"] == 8 and overrides["dt_min"] == 1e-05
+
+
 def test_ls_presets_names_sources():
     result = ssmbench("ls", "presets")
     assert result.returncode == 0
@@ -70,6 +80,8 @@ def test_ls_presets_names_sources():
     (["--model", "dlr", "--task", "cumsum", "-o", "train.schedule=cosine", "-o", "train.warmup_steps=40", "-o",
       "train.steps=10"], ["train.steps", "must exceed train.warmup_steps (40)"]),
     (["--model", "dlr", "--task", "cumsum", "--device", "cuda"], ["no usable CUDA device"]),
+    (["--model", "dlr", "--task", "cumsum", "-o", "~train.steps"], ["'~train.steps'", "~model.KEY"]),
+    (["--model", "dlr", "--task", "cumsum", "-o", "~model.d_state=3"], ["'~model.d_state=3'", "(no value)"]),
     (["--model", "user_mixers:LeakyMixer", *TINY], ["fails the causality check"]),
     (["--model", "user_mixers:build_wrong_shape", "--task", "cumsum", "-o", "L=32", "-q"],
      ["expected a float tensor of shape"]),
