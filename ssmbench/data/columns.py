@@ -86,8 +86,7 @@ class ColumnPlan:
 
     def layout(self, stored: dict[str, np.ndarray]) -> tuple[ring.Layout, int]:
         """Where each yielded column of this batch goes in a slot, and the bytes they take (`ring.layout_of`)."""
-        return ring.layout_of({k: np.broadcast_to(np.empty((), dtype), source.shape)  # shape and dtype only
-                               for k, (source, dtype, _) in self._recipe(stored).items()})
+        return ring.layout_for({k: (dtype.str, source.shape) for k, (source, dtype, _) in self._recipe(stored).items()})
 
     def tensors(self, stored: dict[str, np.ndarray], out: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         """{name: (B, ...) tensor}: `arrays` as tensors (sharing memory with them: no copy where no cast is needed).

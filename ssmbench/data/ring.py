@@ -29,6 +29,7 @@ Example (where each array of a batch goes in a slot):
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 import weakref
@@ -55,15 +56,20 @@ Layout = list[tuple[str, str, tuple[int, ...], int]]  # (name, dtype, shape, byt
 
 def layout_of(stored: dict[str, np.ndarray]) -> tuple[Layout, int]:
     """Where each array goes in a slot (offsets aligned to 64 bytes), and the bytes it takes."""
+    return layout_for({k: (v.dtype.str, v.shape) for k, v in stored.items()})
+
+
+def layout_for(arrays: dict[str, tuple[str, tuple[int, ...]]]) -> tuple[Layout, int]:
+    """`layout_of` for arrays given as {name: (dtype string, shape)} (arrays yet to be made)."""
     layout, total = [], 0
-    for k, v in stored.items():
-        layout.append((k, v.dtype.str, v.shape, total))
-        total += -(-v.nbytes // _ALIGN) * _ALIGN
+    for k, (dtype, shape) in arrays.items():
+        layout.append((k, dtype, shape, total))
+        total += -(-_nbytes(dtype, shape) // _ALIGN) * _ALIGN
     return layout, total
 
 
 def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def copy_in(buf: np.ndarray, base: int, layout: Layout, arrays: dict[str, np.ndarray]) -> None:
