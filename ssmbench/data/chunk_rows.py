@@ -85,10 +85,11 @@ class InflatedRows:
 
     def read_into(self, out: np.ndarray, dst: np.ndarray, rows: np.ndarray) -> None:
         """out[dst[i]] = row rows[i], for every i. out: (B, *row shape); dst, rows: (n,) int."""
-        read_chunk, table = self.dset.id.read_direct_chunk, self.table
-        for d, r in zip(dst.tolist(), rows.tolist(), strict=True):
-            if table is not None:
-                offset, size, mask = table[r]
+        read_chunk = self.dset.id.read_direct_chunk
+        located = None if self.table is None else self.table[rows].tolist()  # (n, [offset, size, mask])
+        for i, (d, r) in enumerate(zip(dst.tolist(), rows.tolist(), strict=True)):
+            if located is not None:
+                offset, size, mask = located[i]
                 stored = os.pread(self.fd, size, offset)
             else:
                 mask, stored = read_chunk((r, *self.tail))
@@ -116,8 +117,8 @@ def file_descriptor(f: Any) -> int | None:
         return None
 
 
-def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> list[list[int]] | None:
-    """[byte offset, size, filter mask] of each row's chunk of a one-row-chunk dataset of `shape` in the file open
+def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> np.ndarray | None:
+    """(rows, 3) int64: [byte offset, size, filter mask] of each row's chunk of a one-row-chunk dataset of `shape` in the file open
     as `fd` (`file_descriptor`), from one pass over HDF5's chunk index; None where a row's chunk was never written,
     the index cannot be walked, or the first chunk's bytes read at its offset differ from `read_direct_chunk`'s."""
     if shape[0] == 0:
@@ -136,7 +137,7 @@ def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> list[list[int]] |
             return None
     except (AttributeError, OSError, RuntimeError, TypeError, ValueError):  # an h5py without chunk_iter, ...
         return None
-    return table.tolist()
+    return table  # 24 bytes a row, whatever the shard's size
 
 
 def rows_reader(dset: Any, fd: int | None = None) -> DatasetRows | InflatedRows:
