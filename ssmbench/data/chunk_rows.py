@@ -142,13 +142,33 @@ def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> np.ndarray | None
 
 def rows_reader(dset: Any, fd: int | None = None) -> DatasetRows | InflatedRows:
     """The fastest exact reader of `dset`'s rows: `InflatedRows` for one-row chunks through (shuffle,) deflate
-    (, Fletcher-32), `DatasetRows` otherwise. `fd`: `file_descriptor(dset.file)`, looked up once per file by the
-    caller (None: chunks are fetched through `read_direct_chunk`)."""
-    chunks, shape, dtype = dset.chunks, dset.shape, dset.dtype
-    if chunks is None or len(shape) == 0 or chunks != (1, *shape[1:]) or not dtype.isnative:
-        return DatasetRows(dset)
-    plist = dset.id.get_create_plist()
+    (, Fletcher-32), `DatasetRows` otherwise. `dset` is an h5py Dataset, or the DatasetID of one
+    (`h5py.h5d.open(file.id, name)`), which spares the high-level Dataset's look-up and properties (40-100 us a
+    field, a sizeable part of opening a shard in a DataLoader worker) until a row must go through h5py. `fd`:
+    `file_descriptor(file)`, looked up once per file by the caller (None: chunks come through `read_direct_chunk`)."""
+    import h5py
+
+    low_level = isinstance(dset, h5py.h5d.DatasetID)
+    dsid, handle = (dset, _Opened(dset)) if low_level else (dset.id, dset)
+    plist = dsid.get_create_plist()
+    shape, dtype = dsid.shape, dsid.dtype
     pipeline = tuple(plist.get_filter(i)[0] for i in range(plist.get_nfilters()))
-    if pipeline not in _PIPELINES:
-        return DatasetRows(dset)
-    return InflatedRows(dset, _PIPELINES[pipeline], fd, shape, dtype)
+    if (plist.get_layout() != h5py.h5d.CHUNKED or len(shape) == 0 or plist.get_chunk() != (1, *shape[1:])
+            or not dtype.isnative or pipeline not in _PIPELINES):
+        return DatasetRows(handle)
+    return InflatedRows(handle, _PIPELINES[pipeline], fd, shape, dtype)
+
+
+class _Opened:
+    """A dataset opened through h5py's low-level API, with what the readers use of an h5py Dataset: `.id`, and
+    `[row]` through a high-level Dataset made on first use."""
+
+    def __init__(self, dsid: Any) -> None:
+        self.id, self._dataset = dsid, None
+
+    def __getitem__(self, row: Any) -> np.ndarray:
+        if self._dataset is None:
+            import h5py
+
+            self._dataset = h5py.Dataset(self.id)
+        return self._dataset[row]
