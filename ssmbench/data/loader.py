@@ -313,8 +313,7 @@ class FolderDataset:
             raise DatasetError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
                                f"verify {self.root}`, then re-download or rebuild the folder") from None
         fd = file_descriptor(f)
-        datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader(h5py.h5d.open(f.id, k.encode()), fd))
-                    for k in self._read}
+        datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader((f, k), fd)) for k in self._read}
         self._files[s] = (f, datasets)
         while len(self._files) > self.max_open_files:
             _, (old, _) = self._files.popitem(last=False)

@@ -37,7 +37,7 @@ def inflater(request, monkeypatch):
 @pytest.mark.parametrize("fletcher32", [False, True])
 @pytest.mark.parametrize("row_shape", [(37,), (9, 5)])
 @pytest.mark.parametrize("at_offsets", [True, False], ids=["pread", "read_direct_chunk"])
-@pytest.mark.parametrize("opened", ["Dataset", "DatasetID"])
+@pytest.mark.parametrize("opened", ["Dataset", "low-level"])
 def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shape, at_offsets, inflater, opened):
     rng = np.random.default_rng(0)
     data = (rng.standard_normal((12, *row_shape)) * 1000).astype(dtype)
@@ -46,7 +46,7 @@ def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shap
     rows = rng.permutation(12)[:7]
     dst = rng.permutation(9)[:7]
     with h5py.File(tmp_path / "a.h5", "r") as f:
-        dset = f["x"] if opened == "Dataset" else h5py.h5d.open(f.id, b"x")
+        dset = f["x"] if opened == "Dataset" else (f, "x")
         reader = rows_reader(dset, file_descriptor(f) if at_offsets else None)
         assert isinstance(reader, InflatedRows) and (reader.table is not None) == at_offsets
         got = np.zeros((9, *row_shape), dtype)
@@ -63,12 +63,12 @@ def test_inflated_rows_equal_h5py(tmp_path, dtype, shuffle, fletcher32, row_shap
     {"chunks": (1, 16), "fletcher32": True},  # a checksum without deflate
     {},  # contiguous
 ])
-@pytest.mark.parametrize("opened", ["Dataset", "DatasetID"])
+@pytest.mark.parametrize("opened", ["Dataset", "low-level"])
 def test_other_layouts_are_read_through_h5py(tmp_path, layout, opened):
     data = np.arange(8 * 16, dtype=np.int16).reshape(8, 16)
     _write(tmp_path / "a.h5", data, **layout)
     with h5py.File(tmp_path / "a.h5", "r") as f:
-        reader = rows_reader(f["x"] if opened == "Dataset" else h5py.h5d.open(f.id, b"x"))
+        reader = rows_reader(f["x"] if opened == "Dataset" else (f, "x"))
         assert isinstance(reader, DatasetRows)
         got = np.zeros((2, 16), np.int16)
         reader.read_into(got, np.array([1, 0]), np.array([3, 6]))
