@@ -90,7 +90,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except Exception:
         _internal_error()
+    _leave_process_group()
     sys.exit(0)
+
+
+def _leave_process_group() -> None:
+    """After a successful command under torchrun, destroy torch.distributed's process group. Left to the interpreter's
+    exit, gloo's worker threads can abort a rank ("terminate called without an active exception": seen in about 1 of
+    12 two-rank CPU runs on a busy 2-core machine), which torchrun reports as a failed run. Only on success: after an
+    error another rank may still be inside a collective, and torchrun ends the ranks anyway."""
+    dist = sys.modules.get("torch.distributed")  # never imports torch for commands that did not
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _internal_error() -> None:

@@ -62,3 +62,23 @@ def test_scoring_a_checkpoint_on_two_ranks_gives_identical_metrics(runs):
     assert b["test"]["r2"] == pytest.approx(a["test"]["r2"], rel=1e-12)
     assert b["test"]["r2_batchavg"] == pytest.approx(a["test"]["r2_batchavg"], rel=1e-12)
     assert b["test"]["n_batches_batchavg"] == 4                 # 19 // 4 virtual batches, the remainder dropped
+
+
+def test_a_successful_command_leaves_the_process_group(tmp_path):
+    """`ssmbench` destroys the process group it ran in once the command succeeds (left to interpreter exit, gloo can
+    abort a rank); after a failed command it leaves it to torchrun. A one-rank gloo group stands in for torchrun's."""
+    import torch.distributed as dist
+
+    from ssmbench.cli import app
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        with pytest.raises(SystemExit) as failed:
+            app.main(["describe", "no_such_task"])
+        assert failed.value.code == 2 and dist.is_initialized()
+        with pytest.raises(SystemExit) as succeeded:
+            app.main(["ls"])
+        assert succeeded.value.code == 0 and not dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
