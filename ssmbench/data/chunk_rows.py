@@ -9,7 +9,7 @@ Fletcher-32 -- and a plain `dset[row]` reader for anything else (Zstd copies, un
 
 Two more steps take most of what is left (measured on the 2-core VM, PF-128 rows, per sample of inputs + targets:
 0.073 ms -> 0.017 ms): where each row's chunk sits in the file is read once from HDF5's chunk index
-(`chunk_table`, one `chunk_iter` pass, ~1 ms for a 64-row shard) and the chunk's bytes are then fetched with one
+(`chunk_table`, one `chunk_iter` pass when the shard is opened, ~0.1-0.2 ms a field of 64 rows) and the chunk's bytes are then fetched with one
 `os.pread` on the file's own descriptor (2-4 us against 24-36 us for `read_direct_chunk`, which looks the chunk up
 again each time); and the stream is inflated by zlib-ng where it is installed (`zlib-ng`, a dependency: the same
 deflate streams and Adler-32 check, 1.3-3.5x faster than CPython's zlib here: 0.049 -> 0.014 ms per PF-128 sample,

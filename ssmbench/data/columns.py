@@ -140,7 +140,7 @@ class Batch(list):
             rows = [list(v) for v in stored.values()]  # per field: B row views (NumPy scalars for (B,) fields)
             return cls([dict(zip(stored, r, strict=True)) for r in zip(*rows, strict=True)], stored=stored,
                        plan=plan)
-        reserved = ring.reserve(*plan.layout(stored))
+        reserved = ring.reserve(*plan.layout(stored)) if _in_worker() else None  # no layout in the main process
         reservation, out = reserved if reserved is not None else (None, None)
         columns = plan.tensors(stored, out)
         rows = zip(*(t.unbind(0) for t in columns.values()), strict=True)  # B tuples of views, one per column
@@ -234,7 +234,7 @@ def collate(items: Sequence[Any]) -> Any:
     if isinstance(items, Batch) and (items.columns is not None or items.plan is not None):
         columns = items.columns if items.columns is not None else items.plan.tensors(items.stored)
         if items.plan is not None and items.stored is not None and _in_worker():
-            return Columns(columns, items.stored, items.plan, getattr(items, "reservation", None))
+            return Columns(columns, items.stored, items.plan, items.reservation)
         return columns
     import torch
 
