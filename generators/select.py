@@ -2,6 +2,8 @@
 
 The first L + M positions carry inf-normalised noise; M of them are marked in a second channel; M zeros follow.
 The target is the marked values in position order, aligned with the last M outputs (the appended zeros).
+With `values="zeros"` (the authors' earlier generator, data_cards/select.md "Variants") only the M marked positions
+carry values (M normals, inf-normalised among themselves) and the other L are zeros.
 
 Worked example (L = 3, M = 2, T = L + 2M = 7; marks at 1 and 3)::
 
@@ -22,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import final
+from typing import Any, ClassVar, final
 
 import numpy as np
 from numba import njit, prange
 
 from ssmbench.api import Field, Task, TaskConfig
+from ssmbench.errors import ConfigError
 
 from ._atomic import (
     as_keys,
@@ -43,6 +46,15 @@ from ._atomic import (
 from ._kernels import fill_ninf_normal, sorted_subset
 from ._rng import randint_s
 
+VALUES = ("noise", "zeros")
+"""Values of `values`: noise at every one of the L + M positions (the paper's text, the default), or values only
+at the M marked positions and zeros elsewhere (the authors' generator at ag1988/dlr@27e7287, commented out later)."""
+
+
+def check_values(values: str) -> None:
+    if values not in VALUES:
+        raise ConfigError("values", f"must be one of {', '.join(VALUES)}, got {values!r}")
+
 
 @dataclass(frozen=True)
 class SelectConfig(TaskConfig):
@@ -52,10 +64,15 @@ class SelectConfig(TaskConfig):
     """Number of marked values to copy."""
     consecutive: bool = False
     """Mark one block of M consecutive positions, starting uniformly in {0..L} (not used in the paper)."""
+    values: str = "noise"
+    """"noise": every one of the L + M positions carries a value (the paper's text); "zeros": only the M marked
+    positions do, the other L are 0 (the authors' earlier generator; data_cards/select.md, Variants)."""
+    added_defaults: ClassVar[dict[str, Any]] = {"values": "noise"}
 
     def __post_init__(self) -> None:
         check_positive("M", self.M)
         check_bool("consecutive", self.consecutive)
+        check_values(self.values)
         check_length("select", self.L, 1)
 
 
@@ -71,25 +88,34 @@ def draw_positions(s, n_values, m, consecutive, out):
 
 
 @njit(parallel=True, cache=True)
-def fill_select(keys, pos, fixed_positions, consecutive, x, y, positions):
-    """Shared by SELECT and SELECT-FIXED: fixed_positions is empty for SELECT, the fixed set otherwise."""
+def fill_select(keys, pos, fixed_positions, consecutive, zeros, x, y, positions):
+    """Shared by SELECT and SELECT-FIXED: fixed_positions is empty for SELECT, the fixed set otherwise.
+
+    zeros=False: L + M noise values, M of them marked. zeros=True: M values (inf-normalised among themselves)
+    written at the M marked positions, zeros elsewhere. Values are drawn first, then the positions.
+    """
     n, m = y.shape[0], y.shape[1]
     n_values = x.shape[1] - m
     for i in prange(n):
-        v = np.empty(n_values, dtype=np.float32)
+        v = np.empty(m if zeros else n_values, dtype=np.float32)
         s = fill_ninf_normal(keys[i], v)
         idx = np.empty(m, dtype=np.int64)
         if fixed_positions.shape[0] > 0:
             idx[:] = fixed_positions
         else:
             s = draw_positions(s, n_values, m, consecutive, idx)
-        x[i, :n_values, 0] = v
-        x[i, n_values:, 0] = 0.0
+        if zeros:
+            x[i, :, 0] = 0.0
+        else:
+            x[i, :n_values, 0] = v
+            x[i, n_values:, 0] = 0.0
         x[i, :, 1] = 0.0
         x[i, :, 2:] = pos
         for k in range(m):
+            value = v[k] if zeros else v[idx[k]]
+            x[i, idx[k], 0] = value
             x[i, idx[k], 1] = 1.0
-            y[i, k, 0] = v[idx[k]]
+            y[i, k, 0] = value
             positions[i, k] = idx[k]
 
 
@@ -127,7 +153,7 @@ class Select(Task[SelectConfig]):
         keys = as_keys(keys)
         out = empty_outputs(self.spec(config), keys.shape[0])
         fill_select(keys, positional_channels(config.L + 2 * config.M), np.empty(0, np.int64),
-                    config.consecutive, out["inputs"], out["targets"], out["positions"])
+                    config.consecutive, config.values == "zeros", out["inputs"], out["targets"], out["positions"])
         return out
 
     def oracle(self, config: SelectConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

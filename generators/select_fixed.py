@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import final
+from typing import Any, ClassVar, final
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from ._atomic import (
     length_presets,
     positional_channels,
 )
-from .select import draw_positions, fill_select, select_oracle
+from .select import check_values, draw_positions, fill_select, select_oracle
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,16 @@ class SelectFixedConfig(TaskConfig):
     """Mark one block of M consecutive positions (not used in the paper)."""
     fixed_seed: int = 0
     """Seed of the fixed position set (with L, M and consecutive); independent of the dataset's root seed."""
+    values: str = "noise"
+    """"noise": every one of the L + M positions carries a value (the paper's text); "zeros": only the M marked
+    positions do, the other L are 0 (the authors' earlier generator; data_cards/select_fixed.md, Variants). The
+    fixed positions do not depend on it."""
+    added_defaults: ClassVar[dict[str, Any]] = {"values": "noise"}
 
     def __post_init__(self) -> None:
         check_positive("M", self.M)
         check_bool("consecutive", self.consecutive)
+        check_values(self.values)
         check_positive("fixed_seed", self.fixed_seed, 0)
         check_length("select_fixed", self.L, 1)
 
@@ -97,7 +103,7 @@ class SelectFixed(Task[SelectFixedConfig]):
         out = empty_outputs(self.spec(config), keys.shape[0])
         scratch = np.empty((keys.shape[0], config.M), dtype=np.int32)
         fill_select(keys, positional_channels(config.L + 2 * config.M), fixed_positions(config),
-                    config.consecutive, out["inputs"], out["targets"], scratch)
+                    config.consecutive, config.values == "zeros", out["inputs"], out["targets"], scratch)
         return out
 
     def oracle(self, config: SelectFixedConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -13,18 +13,26 @@ Worked example (L = 4, T = 8)::
 >>> x, y = out["inputs"][0, :4, 0], out["targets"][0, :, 0]
 >>> bool(y[0] == x[0]), sorted(y.tolist()) == sorted(x.tolist())
 (True, True)
+
+`order="value"` is the authors' earlier SORT (ag1988/dlr@27e7287: `seq.sort(-1)`), the values in ascending order:
+
+>>> plain = SortConfig(L=4, order="value")
+>>> out = task.generate(plain, keys_for("sort", task.version, plain.to_dict(), 0, "train", 0, 1))
+>>> bool((out["targets"][0, :, 0] == np.sort(out["inputs"][0, :4, 0])).all())
+True
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import final
+from typing import Any, ClassVar, final
 
 import numpy as np
 from numba import njit, prange
 
 from ssmbench.api import Task, TaskConfig
+from ssmbench.errors import ConfigError
 
 from ._atomic import (
     as_keys,
@@ -42,16 +50,28 @@ from ._kernels import fill_noise_then_zeros, stable_order_by_distance
 class SortConfig(TaskConfig):
     L: int = 4096
     """Number of values to sort; the input has T = 2L positions (L values, then L zeros)."""
+    order: str = "distance"
+    """"distance": by increasing |x_i - x_0| (the paper's text and the authors' final code, the default); "value":
+    ascending values (the authors' generator at ag1988/dlr@27e7287; data_cards/sort.md, Variants)."""
+    added_defaults: ClassVar[dict[str, Any]] = {"order": "distance"}
 
     def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ConfigError("order", f"must be one of {', '.join(ORDERS)}, got {self.order!r}")
         check_length("sort", self.L, 1)
 
 
+ORDERS = ("distance", "value")
+
+
 @njit(parallel=True, cache=True)
-def _fill_sort(keys, pos, x, y):
+def _fill_sort(keys, pos, by_value, x, y):
     n, L = y.shape[0], y.shape[1]
     for i in prange(n):
         v, _ = fill_noise_then_zeros(keys[i], x[i], L, pos)
+        if by_value:
+            y[i, :, 0] = np.sort(v)
+            continue
         order = np.empty(L, dtype=np.int64)
         stable_order_by_distance(v, v[0], order)
         for t in range(L):
@@ -63,7 +83,8 @@ class Sort(Task[SortConfig]):
     """Output the input sorted by distance from its first element, after L appended zeros
 
     Input (2L, 3) as in REVERSE. Target (L, 1), aligned with the last L outputs: the L values ordered by
-    increasing float64 |x_i - x_0|, ties in index order (a stable sort), so y[0] = x[0].
+    increasing float64 |x_i - x_0|, ties in index order (a stable sort), so y[0] = x[0]; with `order="value"`,
+    the values in ascending order.
     """
 
     name = "sort"
@@ -82,10 +103,12 @@ class Sort(Task[SortConfig]):
     def generate(self, config: SortConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = as_keys(keys)
         out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_sort(keys, positional_channels(2 * config.L), out["inputs"], out["targets"])
+        _fill_sort(keys, positional_channels(2 * config.L), config.order == "value", out["inputs"], out["targets"])
         return out
 
     def oracle(self, config: SortConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[: config.L, 0]
+        if config.order == "value":
+            return {"targets": np.sort(v.astype(np.float64)).astype(np.float32)[:, None]}
         distance = np.abs(v.astype(np.float64) - np.float64(v[0]))
         return {"targets": v[np.argsort(distance, kind="stable")].astype(np.float32)[:, None]}

@@ -20,7 +20,7 @@ from torch import nn
 
 from ._ssm_kernels import KERNEL_CASTS, cast_kernel, conv_layer, ssm_hint, vandermonde, zoh_log_and_scale
 
-LAMBDA_INITS = ("lin", "hippo_skew_pos_imag", "randn")
+LAMBDA_INITS = ("lin", "lin_2pi", "hippo_skew_pos_imag", "randn")
 
 
 def hippo_skew_frequencies(n: int) -> torch.Tensor:
@@ -46,7 +46,8 @@ class DSSExp(nn.Module):
             dropout, layer_idx: part of the mixer contract; the harness applies the block dropout.
             d_state: N complex modes. dt_min, dt_max: log-uniform range of dt_h.
             max_kernel_length: L_k = min(L, max_kernel_length). kernel_to_real: as for DLR.
-            lambda_init: `lin` (-0.5 + i pi n), `hippo_skew_pos_imag` or `randn`.
+            lambda_init: `lin` (-0.5 + i pi n, the authors' final code), `lin_2pi` (-0.5 + 2 pi i n / N, the
+                authors' code at ag1988/dlr@27e7287, before the paper), `hippo_skew_pos_imag` or `randn`.
             lr_ssm: learning rate of l, b, W and log_dt. lr_lambda: a separate rate for l and b (PF-512).
             chunk_size: chunk T of the kernel product (default: balanced).
         """
@@ -65,6 +66,8 @@ class DSSExp(nn.Module):
         N = d_state
         if lambda_init == "lin":
             b = math.pi * torch.arange(N, dtype=torch.float32)
+        elif lambda_init == "lin_2pi":
+            b = 2 * math.pi * torch.arange(N, dtype=torch.float32) / N
         elif lambda_init == "hippo_skew_pos_imag":
             b = hippo_skew_frequencies(N).float()
         else:

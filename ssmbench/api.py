@@ -22,10 +22,31 @@ __all__ = ["TaskConfig", "Field", "Spec", "Task", "Mixer", "ModelFactory", "Eval
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """Base of every task config: a frozen dataclass of JSON primitives, validated in `__post_init__`."""
+    """Base of every task config: a frozen dataclass of JSON primitives, validated in `__post_init__`.
+
+    A key added to a task after its datasets were published names the value that reproduces the old bytes in
+    `added_defaults`: `to_dict()` (the identity that enters the sample keys, manifests and digests) leaves the key
+    out while it holds that value, so existing datasets, goldens and catalogue entries keep their bytes, and any
+    other value makes a new dataset.
+
+    >>> @dataclass(frozen=True)
+    ... class Demo(TaskConfig):
+    ...     L: int = 8
+    ...     values: str = "noise"
+    ...     added_defaults: ClassVar[Mapping[str, Any]] = {"values": "noise"}
+    >>> Demo().to_dict(), Demo(values="zeros").to_dict()
+    ({'L': 8}, {'L': 8, 'values': 'zeros'})
+    """
+
+    added_defaults: ClassVar[Mapping[str, Any]] = {}
+    """Keys added after a task's first release -> the value that reproduces the bytes built before them."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        for key, old_behaviour in self.added_defaults.items():
+            if key in out and out[key] == old_behaviour:
+                del out[key]
+        return out
 
 
 C = TypeVar("C", bound=TaskConfig)
