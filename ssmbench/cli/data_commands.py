@@ -13,17 +13,30 @@ from .app import cli, emit
 
 
 @cli.command("ls", epilog="Examples:\n\n\b\n  ssmbench ls\n  ssmbench ls groups\n  ssmbench ls models\n  ssmbench ls presets\n"
+                          "  ssmbench ls presets --verbose   # each paper row's keys: value, source, other readings\n"
                           "  ssmbench ls datasets")
 @click.argument("kind", type=click.Choice(["tasks", "groups", "models", "evaluators", "presets", "datasets",
                                           "catalog"]), default="tasks")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Also list this catalogue JSON file (repeatable; $SSMBENCH_CATALOG is always read).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool) -> None:
+@click.option("--verbose", "verbose", is_flag=True,
+              help="With `presets`: for each paper row (and its per-task exceptions) every key with a recorded "
+                   "source -- the value used, its source, and the other readings with theirs -- then the row's "
+                   "other keys.")
+def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: bool) -> None:
     """List registered tasks, task groups, models, evaluators or training presets, or the download catalogue."""
     from .. import registry
 
+    if verbose and kind != "presets":
+        raise click.UsageError("--verbose applies to `ssmbench ls presets`")
     if kind == "presets":
+        if verbose:
+            from ..harness.presets import list_presets, list_presets_verbose_text
+
+            click.echo(json.dumps(list_presets(verbose=True), sort_keys=True) if as_json
+                       else list_presets_verbose_text())
+            return
         from .eval_commands import list_presets_text
 
         click.echo(list_presets_text(as_json))

@@ -136,7 +136,7 @@ def test_preset_resolution_order(tmp_path):
     assert cfg.model_overrides["n_layers"] == 2                       # the quick preset's per-task value
     assert cfg.model_overrides["d_state"] == 1024                     # "${T}": reverse at L = 512 has T = 1024
     paper = RunConfig.resolve("dlr", "shift", "paper")
-    assert (paper.task_config["L"], paper.train.steps, paper.train.lr) == (4096, 43200, 1e-4)
+    assert (paper.task_config["L"], paper.train.steps, paper.train.lr) == (4096, 43200, 5e-5)  # run-1d.sh@27e7287
     assert RunConfig.resolve("dlr", "shift", "paper", length=512).preset == "dlr_paper/atomic512/dlr"
     with pytest.raises(ConfigError, match="no paper preset for model 'lru' on shift"):
         RunConfig.resolve("lru", "shift", "paper", length=2 ** 14)
