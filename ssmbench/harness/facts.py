@@ -111,15 +111,21 @@ def check_direction(config: Any, spec: Any) -> None:
 
 
 def git_revision() -> str | None:
-    """The checkout's commit when ssmbench runs from a git working tree (editable installs), else None."""
+    """The checkout's commit when ssmbench runs from a git working tree (editable installs), else None.
+
+    None too when this file is not tracked by the enclosing repository (an exported copy such as `git archive`'s
+    inside another checkout): that repository's commit says nothing about the code that ran.
+    """
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5, check=False)
+        tracked = subprocess.run(["git", "-C", str(here), "ls-files", "--error-unmatch", Path(__file__).name],
+                                 capture_output=True, timeout=5, check=False).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return None
     rev = out.stdout.strip()
-    if out.returncode or not rev:
+    if out.returncode or not rev or not tracked:
         return None
     dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True, timeout=5, check=False).stdout.strip()
