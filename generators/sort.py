@@ -96,6 +96,7 @@ class Sort(Task[SortConfig]):
     preset_family = "atomic"
     groups = {"atomic": 8, "table1": 8}
     paper_family = atomic_paper_family
+    stream_exempt = ("order",)  # the target rule only: both orders sort the same inputs
 
     def spec(self, config: SortConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))

@@ -56,7 +56,8 @@ def tiny_config(name: str):
 
 def draw(name: str, config, split: str = "train", start: int = 0, stop: int = 4, seed: int = 0) -> dict:
     task = get_task(name)
-    return task.generate(config, keys_for(task.name, task.version, config.to_dict(), seed, split, start, stop))
+    return task.generate(config, keys_for(task.name, task.version, config.to_dict(), seed, split, start, stop,
+                                          task.stream_exempt))
 
 
 def rows(block: dict) -> list[dict]:

@@ -41,9 +41,9 @@ def differences(golden: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
     return out
 
 
-def check_against_golden(task_name: str) -> None:
-    path = regen.golden_path(task_name)
-    command = regen.regenerate_command(task_name)
+def check_against_golden(task_name: str, variant: dict[str, Any] | None = None) -> None:
+    path = regen.variant_path(task_name, variant) if variant else regen.golden_path(task_name)
+    command = regen.regenerate_command(task_name, variant)
     if not path.exists():
         pytest.fail(f"task {task_name!r} has no golden bytes ({path.name}); create them with: {command}")
     golden = json.loads(path.read_text())
@@ -68,6 +68,26 @@ def check_against_golden(task_name: str) -> None:
 
 def test_golden_bytes(task_name):
     check_against_golden(task_name)
+
+
+@pytest.mark.parametrize("task_name,variant", [(t, v) for t, vs in regen.VARIANTS.items() for v in vs],
+                         ids=lambda x: x if isinstance(x, str) else ",".join(f"{k}={v}" for k, v in x.items()))
+def test_golden_bytes_of_task_variants(task_name, variant):
+    check_against_golden(task_name, variant)
+
+
+@pytest.mark.parametrize("task_name,variant", [(t, v) for t, vs in regen.VARIANTS.items() for v in vs],
+                         ids=lambda x: x if isinstance(x, str) else ",".join(f"{k}={v}" for k, v in x.items()))
+def test_a_variant_is_a_dataset_of_its_own_and_the_default_keeps_its_identity(task_name, variant):
+    """The variant key enters the identity (config, sample keys, content) only at its non-default value."""
+    default = json.loads(regen.golden_path(task_name).read_text())
+    variant_record = json.loads(regen.variant_path(task_name, variant).read_text())
+    assert not set(variant) & set(default["config"]), "a variant key at its default must stay out of the identity"
+    assert {**default["config"], **variant} == variant_record["config"]
+    assert variant_record["content_digest"] != default["content_digest"]
+    task = get_task(task_name)
+    for key in variant:
+        assert key in type(from_plain(task, default["config"])).added_defaults
 
 
 def test_every_golden_file_belongs_to_a_registered_task():

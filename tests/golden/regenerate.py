@@ -5,6 +5,7 @@ rebuilds each tiny dataset and compares it with `tests/golden/<task>.json`; a ta
 `version`, and then its golden file is rewritten with this script:
 
     python tests/golden/regenerate.py TASK [TASK ...]      # or --all
+    python tests/golden/regenerate.py --variants           # golden/variants/: the non-default task variants
 
 Each file records what was built (task, version, config, root seed, split sizes), the manifest's
 `content_digest` (sha256 over every row's hash, in split and sample order), and for the first rows of each split
@@ -29,14 +30,32 @@ SAMPLES_PER_SHARD = 4
 FIRST_ROWS = {"train": 2, "val": 1, "test": 1}
 """How many leading rows of each split are recorded row by row."""
 SEED = 0
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "select": [{"values": "zeros"}],
+    "select_fixed": [{"values": "zeros"}],
+    "sort": [{"order": "value"}],
+}
+"""Task variants kept beside the default (`TaskConfig.added_defaults` keys at another value): each gets its own
+golden file, golden/variants/<task>.<key>-<value>.json, built from the tiny config with the variant applied."""
 
 
 def golden_path(task: str) -> Path:
     return HERE / f"{task}.json"
 
 
-def regenerate_command(task: str) -> str:
-    return f"python tests/golden/regenerate.py {task}"
+def regenerate_command(task: str, variant: dict[str, Any] | None = None) -> str:
+    return "python tests/golden/regenerate.py --variants" if variant else f"python tests/golden/regenerate.py {task}"
+
+
+def variant_path(task: str, variant: dict[str, Any]) -> Path:
+    return HERE / "variants" / (task + "." + ".".join(f"{k}-{v}" for k, v in sorted(variant.items())) + ".json")
+
+
+def variant_config(task_name: str, variant: dict[str, Any]) -> dict[str, Any]:
+    """The tiny config of `task_name` with `variant` applied, in its JSON form."""
+    from support import tiny_config
+
+    return json.loads(json.dumps({**tiny_config(task_name).to_dict(), **variant}))
 
 
 def field_hash(array: Any) -> str:
@@ -93,8 +112,9 @@ def build_record(task_name: str, config_dict: dict[str, Any] | None = None, seed
     }
 
 
-def write_record(record: dict[str, Any]) -> Path:
-    path = golden_path(record["task"])
+def write_record(record: dict[str, Any], path: Path | None = None) -> Path:
+    path = path or golden_path(record["task"])
+    path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -106,7 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("task", nargs="*", help="task names (registered)")
     parser.add_argument("--all", action="store_true", help="every registered task")
+    parser.add_argument("--variants", action="store_true", help="the task variants in VARIANTS")
     args = parser.parse_args(argv)
+    if args.variants:
+        for name, variants in VARIANTS.items():
+            for variant in variants:
+                record = build_record(name, variant_config(name, variant))
+                record["regenerate"] = regenerate_command(name, variant)
+                path = write_record(record, variant_path(name, variant))
+                print(f"wrote {path.relative_to(HERE.parent.parent)}")
+        return 0
     names = tasks.names() if args.all else args.task
     if not names:
         parser.error("name at least one task, or pass --all")
