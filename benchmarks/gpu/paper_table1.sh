@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One device call of the paper-protocol grid: install, run the next unfinished cells of benchmarks/gpu/paper_grid.py
+# (priority order, committed cells skipped) within BUDGET seconds, then pack what the call made into OUT:
+#   paper_results.tar.gz   benchmarks/results/paper/<cell>/ of the cells finished in this call (commit them)
+#   unfinished_runs.tar.gz run folders stopped at the budget, without best.pt (last.pt of a DLR row is 13 MB);
+#                          unpack into runs/paper/ on the next GPU machine and the grid resumes them there
+# Usage (repository root, GPU machine): benchmarks/gpu/paper_table1.sh OUT [BUDGET_SECONDS] [WORKERS]
+set -u
+out=${1:?OUT}; budget=${2:-540}; workers=${3:-6}
+export PYTHONUNBUFFERED=1
+mkdir -p "$out" runs/paper
+python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1 || cat "$out/install.log"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
+  python3 -c "import torch, numba; print('torch', torch.__version__, 'numba', numba.__version__)"; } \
+  > "$out/environment.txt" 2>&1
+before=$(ls benchmarks/results/paper 2>/dev/null)
+python3 benchmarks/gpu/paper_grid.py --budget "$budget" --device cuda --workers "$workers" 2>&1 | tee "$out/grid.log"
+new=$(for d in benchmarks/results/paper/*/; do n=$(basename "$d"); echo "$before" | grep -qx "$n" || echo "$n"; done)
+[ -n "$new" ] && tar czf "$out/paper_results.tar.gz" -C benchmarks/results/paper $new grid_log.tsv
+stopped=$(for d in runs/paper/*/; do [ -f "$d/metrics.json" ] || basename "$d"; done 2>/dev/null)
+[ -n "$stopped" ] && tar czf "$out/unfinished_runs.tar.gz" --exclude=best.pt -C runs/paper $stopped
+ls -la "$out"

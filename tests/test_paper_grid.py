@@ -1,0 +1,77 @@
+"""The paper-protocol grid script and the results table made from its committed runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+paper_table = _load("paper_table", REPO / "benchmarks" / "paper_table.py")
+GRID = REPO / "benchmarks" / "gpu" / "paper_grid.py"
+
+
+def test_results_page_shows_exactly_the_committed_paper_runs():
+    """docs/results.md's paper table is what benchmarks/paper_table.py makes from benchmarks/results/paper/."""
+    page = paper_table.PAGE.read_text()
+    section = page.split(paper_table.START, 1)[1].split(paper_table.END, 1)[0]
+    assert section.strip() == paper_table.table().strip(), "run: python benchmarks/paper_table.py --write"
+
+
+def test_every_committed_cell_is_a_finished_full_protocol_run():
+    for folder in sorted((REPO / "benchmarks" / "results" / "paper").glob("*/")):
+        metrics = json.loads((folder / "metrics.json").read_text())
+        config = json.loads((folder / "config.json").read_text())
+        assert metrics["steps"] == config["train"]["steps"] == 43200, folder.name
+        assert metrics["preset"].startswith("dlr_paper/") and metrics["device"] == "cuda", folder.name
+        assert "# commit: " in (folder / "command.txt").read_text()
+
+
+def test_table_marks_unrun_cells_and_averages_seeds(tmp_path):
+    grid = _load("paper_grid", GRID)
+    cell = grid.CELLS[0]
+    for seed, (r2, batch) in enumerate([(0.90, 0.91), (0.96, 0.95)]):
+        folder = tmp_path / cell.name.replace("-s0", f"-s{seed}")
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(
+            {"task_config": {"values": "noise"}, "train": {"lr": 5e-5, "steps": 43200}}))
+        (folder / "metrics.json").write_text(json.dumps(
+            {"test": {"r2": r2, "r2_batchavg": batch}, "seeds": {"train": seed}, "steps": 43200}))
+        (folder / "command.txt").write_text("ssmbench eval ...\n# device: GPU X\n# commit: abcdef123\n")
+    rows = paper_table.table(tmp_path).splitlines()
+    first = next(r for r in rows if cell.task in r and "values=noise" in r and "5e-05" in r)
+    assert "0.9300 ± 0.0283" in first and "0.9300 ± 0.0424" in first and "2 (seed 0,1)" in first
+    assert "GPU X" in first and "abcdef1" in first
+    assert sum("not run" in r for r in rows) == len({c.name.rsplit("-s", 1)[0] for c in grid.CELLS}) - 1
+
+
+def test_grid_runs_in_order_skips_finished_cells_and_refuses_tiny_runs_in_the_results(tmp_path):
+    results, runs = tmp_path / "results", tmp_path / "runs"
+    base = [sys.executable, str(GRID), "--device", "cpu", "--workers", "0", "--tiny", "--only", "1",
+            "--results", str(results), "--runs", str(runs), "--budget", "900"]
+    first = subprocess.run(base, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr
+    grid = _load("paper_grid", GRID)
+    done = results / grid.CELLS[0].name
+    assert {p.name for p in done.iterdir()} == {"config.json", "metrics.json", "metrics.jsonl", "command.txt"}
+    assert "values" not in json.loads((done / "config.json").read_text())["task_config"]  # the default's identity
+    shutil.rmtree(runs)  # a fresh GPU machine: only the committed results say the cell is done
+    second = subprocess.run(base, capture_output=True, text=True, timeout=900)
+    assert f"start {grid.CELLS[1].name}" in second.stdout and grid.CELLS[0].name not in second.stdout
+    refused = subprocess.run([sys.executable, str(GRID), "--tiny", "--device", "cpu"], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "--tiny results are not paper results" in refused.stderr
