@@ -173,16 +173,19 @@ def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val",
 
 @cli.command("compare", epilog="Examples:\n\n\b\n  ssmbench compare runs/*\n"
                                 "  ssmbench compare runs/* --markdown > table.md\n  ssmbench compare runs/* --json")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def compare_command(runs: tuple[str, ...], markdown: bool, as_json: bool) -> None:
-    """A table across finished runs like the paper's Table 1 (tasks x models; exact and per-batch R²)."""
+    """A table across finished runs like the paper's Table 1 (tasks x models; exact and per-batch R²).
+
+    RUNS are run folders, suite folders or folders holding either; what cannot be tabulated is skipped with a note."""
     from ..harness.compare import build_table, load_runs, render_markdown, render_text
 
     loaded = load_runs(runs)
     if not loaded:
-        raise click.UsageError("none of the given folders holds a finished run (metrics.json)")
+        raise click.UsageError("none of the given folders holds a finished run with test scores (see the notes "
+                               "above)")
     table = build_table(loaded)
     if as_json:
         click.echo(json.dumps(table, sort_keys=True, default=str))

@@ -10,16 +10,18 @@ twice counts once (the newest run). Each cell shows the exact test R² and the p
 macro-F1 and macro accuracy (Table 3). The last row gives the median time per training step relative to the 1-layer
 DLR column at the same L on the same device (Table 1), or else to the DLR column with the same number of layers at
 the same L (Table 3's "relative time per step"). `compare` reads only `config.json` and `metrics.json` of each run;
-folders without test scores (unfinished runs, a checkpoint scored on val) are skipped with a note.
+it takes run folders, suite folders (`eval --task a,b` or `--seeds`) and folders holding either (`runs/*`, `runs`).
+Folders it cannot tabulate (unfinished runs, a checkpoint scored on val, a missing, truncated or empty config.json
+or metrics.json) are skipped with a note.
 
 Example:
     >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
     ...          "steps": 2000, "preset": "quick", "group": "a", "seed": s, "time": s, "time_per_step_s": 0.02,
-    ...          "cells": {"r2": v, "r2_batchavg": v - 0.01}} for s, v in ((0, 0.99), (1, 0.97), (2, 0.98))]
+    ...          "cells": {"r2": v, "r2_batchavg": v - 0.01}} for s, v in ((0, 0.99), (1, 0.96), (2, 0.96))]
     >>> print(render_text(build_table(runs)))
     task              dlr 1L L=512 2000 steps quick (1.0K)
     ----------------  ------------------------------------
-    shift             0.980±0.010 / 0.970±0.010 (n=3)
+    shift             0.970±0.017 / 0.960±0.017 (n=3)
     time/step vs DLR  1.00x
 """
 
@@ -34,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from ..config import config_sha256
-from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +48,117 @@ NOT_COMPARED_SECTIONS = {"data": ("workers", "prefetch", "path", "dataset_id"), 
 predictions are saved; a run made before a key existed lacks it)."""
 
 
-def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """One summary per finished run folder with test scores; other folders are skipped with a logged note."""
-    runs = []
+RUN_FILES = ("metrics.json", "metrics.jsonl", "checkpoints")
+"""What a run folder holds besides config.json: a folder with one of these but no config.json is a damaged run."""
+
+
+def _kind(path: Path) -> str:
+    if not path.exists():
+        return "missing"
+    if path.is_file():
+        return "file"
+    if (path / "config.json").is_file():
+        return "run"
+    if (path / "suite.json").is_file():
+        return "suite"
+    return "damaged" if any((path / f).exists() for f in RUN_FILES) else "folder"
+
+
+def _skip(path: Path, why: str) -> None:
+    log.warning("skipped %s: %s", path, why)
+
+
+def run_folders(paths: Sequence[str | Path]) -> list[Path]:
+    """The run folders named by `paths`, in order and without repeats.
+
+    A run folder (config.json) is itself; a suite folder (suite.json) gives its run folders; any other folder, the
+    run and suite folders it holds, so `compare runs/*`, `compare runs` and `compare runs/*/*` all work. A run
+    folder without config.json, a file or a path that does not exist is skipped with a logged note; what `runs/*/*`
+    lists inside a run folder (its files, checkpoints/) or beside a suite's runs (suite.json), silently.
+    """
+    found: list[Path] = []
+
+    def take(path: Path, parent: bool) -> bool:
+        kind = _kind(path)
+        if parent and kind not in ("run", "suite", "damaged") and _kind(path.parent) in ("run", "suite"):
+            return False  # what `runs/*/*` lists inside a run folder (its files, checkpoints/) or a suite's suite.json
+        if kind == "run":
+            found.append(path)
+        elif kind == "suite":
+            for child in _subfolders(path):
+                take(child, False)
+        elif kind == "damaged":
+            _skip(path, "no config.json (a damaged or unfinished run folder)")
+        elif kind == "folder" and parent:
+            before = len(found)
+            for child in _subfolders(path):
+                take(child, False)
+            if len(found) == before:
+                _skip(path, "no run folder in it (no config.json or suite.json in it or its folders)")
+        elif kind in ("missing", "file") and parent:
+            _skip(path, "does not exist" if kind == "missing" else "a file, not a run folder")
+        return kind == "run"
+
     for p in paths:
-        path = Path(p)
+        take(Path(p), True)
+    unique: dict[Path, Path] = {}
+    for f in found:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values())
+
+
+def _subfolders(path: Path) -> list[Path]:
+    return sorted(c for c in path.iterdir() if c.is_dir() and not c.name.startswith("."))
+
+
+def _read_json(file: Path) -> Any:
+    """The file's JSON object; ValueError naming what is wrong with it (truncated, empty, not an object)."""
+    text = file.read_text(errors="replace")
+    if not text.strip():
+        raise ValueError(f"{file.name} is empty")
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{file.name} is not valid JSON (truncated? {exc})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{file.name} holds a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """One summary per finished run with test scores under `paths` (run folders, suite folders or parents of
+    either: `run_folders`); folders that cannot be tabulated (unfinished, scored on val only, a truncated or empty
+    metrics.json or config.json) are skipped with a logged note."""
+    runs = []
+    for path in run_folders(paths):
         metrics_file, config_file = path / "metrics.json", path / "config.json"
-        if not config_file.exists():
-            raise ConfigError("RUN", f"{path} is not an ssmbench run folder (no config.json)")
         if not metrics_file.exists():
-            log.warning("skipped %s: not finished (no metrics.json)", path)
+            _skip(path, "not finished (no metrics.json)")
             continue
-        m = json.loads(metrics_file.read_text())
+        try:
+            m, cfg = _read_json(metrics_file), _read_json(config_file)
+        except (ValueError, OSError) as exc:
+            _skip(path, str(exc))
+            continue
         if "test" not in m:
-            log.warning("skipped %s: no test scores (a checkpoint scored on %s only)", path,
-                        ", ".join(k for k in ("val", "train") if k in m) or "no split")
+            _skip(path, "no test scores (a checkpoint scored on "
+                  f"{', '.join(k for k in ('val', 'train') if k in m) or 'no split'} only)")
             continue
-        cfg = json.loads(config_file.read_text())
-        runs.append({
-            "run": str(path), "task": m["task"], "model": m["model"], "preset": m.get("preset"),
-            "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
-            "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
-            "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
-            "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
-            "time": metrics_file.stat().st_mtime, "cells": _scores(m)})
+        try:
+            runs.append(_summary(path, m, cfg, metrics_file.stat().st_mtime))
+        except (KeyError, TypeError, AttributeError) as exc:  # a metrics.json or config.json of another shape
+            _skip(path, f"metrics.json or config.json lacks what compare reads ({type(exc).__name__}: {exc})")
     return runs
+
+
+def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) -> dict[str, Any]:
+    return {
+        "run": str(path), "task": m["task"], "model": m["model"], "preset": m.get("preset"),
+        "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
+        "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
+        "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
+        "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
+        "time": time, "cells": _scores(m)}
 
 
 def config_group(cfg: dict[str, Any]) -> str:
