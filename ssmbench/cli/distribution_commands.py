@@ -62,7 +62,9 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
 
 
 @cli.command("get", epilog="Exit code 3 when a shard differs from the catalogue (nothing is moved into place; "
-             "the message names the shard, the field and this machine's library versions and CPU).\n\nExamples:"
+             "the message names the shard, the field and this machine's library versions and CPU). A folder "
+             "already there is checked file by file before it is called present. A second `get` of the same "
+             "dataset into the same TO waits for the first, then checks its folder.\n\nExamples:"
              "\n\n\b\n  ssmbench ls datasets                       # the entries, with size and build time\n"
              "  ssmbench get shift-4096 --to data/\n  ssmbench get pathfinder-128-reference --workers 4")
 @click.argument("name")
@@ -70,7 +72,8 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
               "[default: $SSMBENCH_DATA or ./data]")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Catalogue JSON file (repeatable; the built-in one and $SSMBENCH_CATALOG are always read).")
-@click.option("--workers", type=int, help="Worker processes for a rebuild [default: the entry's].")
+@click.option("--workers", type=int, help="Worker processes for a rebuild, and threads that hash the shards "
+              "[default: the entry's; up to 4 threads].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: int | None, quiet: bool,
@@ -84,7 +87,8 @@ def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: i
 def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, quiet: bool, as_json: bool) -> None:
     from ..data.get import get_dataset
 
-    result = get_dataset(name, to, catalog=catalogs, workers=workers, quiet=quiet)
+    result = get_dataset(name, to, catalog=catalogs, workers=workers, quiet=quiet,
+                         on_wait=lambda line: click.echo(line, err=True))
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     how = {"present": "already present", "downloaded": "downloaded", "built": "rebuilt here"}[result.how]

@@ -11,8 +11,14 @@ into a staging folder beside the destination, then compares every shard with the
 * a shard whose decoded content differs is a `VerificationError` (exit 3) naming the first such shard and field
   and the facts that could explain it (NumPy, Numba, h5py versions and the CPU, here and in the entry); nothing is
   moved into place, and the rebuilt copy stays in the staging folder for inspection;
-* equal content with other file bytes happens only when the library versions recorded in each shard's attributes
-  differ from the entry's; that is reported in `notes` and accepted, since every array is byte-identical.
+* equal content with other file bytes happens only when the writer versions recorded in each shard's attributes
+  (NumPy, Numba, h5py, HDF5, ssmbench) differ from the entry's: accepted, since every array is byte-identical, and
+  the versions that differ are named in `notes`. The content hashes are decoded from the files themselves, never
+  taken from the manifest; other bytes with the entry's own versions are a VerificationError.
+
+A folder already in place is checked the same way (every shard file read and hashed, then the manifest against the
+files) before `get` answers "present". `<root>/.get-NAME.lock` lets one `get` of an entry into a data root run at a
+time; a second one waits with a line, then checks the folder the first one made.
 
 `check_against_entry` is the comparison, shared with `ssmbench verify DIR --catalog`. Example (the reduced twin
 of shift-4096 that the tests rebuild, a few seconds)::
@@ -25,19 +31,25 @@ of shift-4096 that the tests rebuild, a few seconds)::
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, VerificationError
 from .catalog import CatalogEntry, find_entry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,38 +89,147 @@ def _facts_line(entry: CatalogEntry) -> str:
     return f"this machine: {', '.join(parts)}, CPU {here['cpu']}"
 
 
-def check_against_entry(folder: Path, entry: CatalogEntry) -> tuple[list[str], list[str]]:
-    """(checked shard paths, notes); a VerificationError at the first shard whose content differs from `entry`."""
+VERSION_KEYS = ("ssmbench", "numpy", "numba", "h5py", "hdf5")
+"""Writers whose versions a shard's attributes record (`<key>_version`): other versions, other file bytes."""
+
+
+def _hash_workers(workers: int | None) -> int:
+    return max(1, workers or min(4, os.cpu_count() or 1))
+
+
+def _read_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        shards = [sh["path"] for s in ("train", "val", "test") for sh in manifest["splits"][s]["shards"]]
+    except FileNotFoundError:
+        raise VerificationError(f"{folder}: manifest.json is missing") from None
+    except (ValueError, KeyError, TypeError) as exc:  # truncated, or not a dataset manifest
+        raise VerificationError(f"{folder}: manifest.json is unreadable ({type(exc).__name__}: {exc})") from None
+    manifest["_shards"] = shards
+    return manifest
+
+
+def _content_sha256(dset: Any) -> str:
+    """sha256 over '<dtype>|<shape>|' and the array's C-order bytes, as the manifest's content hashes, read from the
+    file in blocks of rows (a field's whole array is never held)."""
+    import numpy as np
+
+    from .shards import content_prefix
+
+    digest = hashlib.sha256(content_prefix(dset.dtype, dset.shape))
+    if dset.shape == ():
+        digest.update(np.ascontiguousarray(dset[()]).tobytes())
+        return digest.hexdigest()
+    row = max(1, dset.dtype.itemsize * int(np.prod(dset.shape[1:], dtype=np.int64)))
+    step = max(1, (32 << 20) // row)
+    for lo in range(0, dset.shape[0], step):
+        digest.update(np.ascontiguousarray(dset[lo:lo + step]).tobytes())
+    return digest.hexdigest()
+
+
+def shard_facts(file: Path, want: dict[str, Any]) -> dict[str, Any]:
+    """What a catalogue check needs from one shard file: its sha256 (computed while reading it once) and, when that
+    differs from the catalogue's `want["sha256"]`, the per-field content hashes decoded from the file itself and the
+    writer versions its attributes record (`error` when it cannot be decoded)."""
+    digest = hashlib.sha256()
+    with open(file, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
+    out: dict[str, Any] = {"sha256": digest.hexdigest()}
+    if out["sha256"] == want["sha256"] or not want.get("content"):
+        return out
+    import h5py
+    import hdf5plugin  # noqa: F401  (a repacked Zstd copy decodes too)
+
+    try:
+        with h5py.File(file, "r", locking=False) as h5:
+            versions = {k: h5.attrs.get(f"{k}_version") for k in VERSION_KEYS}
+            out["versions"] = {k: v.decode() if isinstance(v, bytes) else str(v)
+                               for k, v in versions.items() if v is not None}
+            out["content"] = {k: _content_sha256(h5[k]) if k in h5 else None for k in want["content"]}
+    except (OSError, ValueError, KeyError) as exc:  # fletcher32 or decompression failure, not an HDF5 file
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
+           hint: str | None = None) -> tuple[list[str], list[str], dict[str, str]]:
+    """(checked shard paths, notes, sha256 of each file read); a VerificationError at the first disagreement."""
+    from .verify import absent_by_selection
+
     if not entry.shards:
         raise DatasetError(f"catalogue entry {entry.name!r} lists no shards to check against",
                            "use a catalogue entry written by benchmarks/paper_suite.py")
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
-    built = {sh["path"]: sh for s in ("train", "val", "test") for sh in manifest["splits"][s]["shards"]}
-    unlisted = sorted(set(built) - {sh["path"] for sh in entry.shards})
+    manifest = _read_manifest(folder)
+    on_disk = {p.relative_to(folder).as_posix() for p in folder.glob("*/*.h5")}
+    left_out = absent_by_selection(folder)
+    wanted = [sh for sh in entry.shards if sh["path"] not in left_out or (folder / sh["path"]).exists()]
+    missing = [sh["path"] for sh in wanted if sh["path"] not in on_disk]
+    if missing:
+        raise VerificationError(f"{folder}: shard {missing[0]} is missing here"
+                                f"{f' ({len(missing)} missing)' if len(missing) > 1 else ''}; {_facts_line(entry)}",
+                                hint=hint)
+    unlisted = sorted((set(manifest["_shards"]) | on_disk) - {sh["path"] for sh in entry.shards})
+    if unlisted:
+        raise VerificationError(f"{folder}: shard {unlisted[0]} is not in the catalogue entry {entry.name!r} (the "
+                                f"split or shard plan differs); {_facts_line(entry)}", hint=hint)
+    with ThreadPoolExecutor(_hash_workers(workers)) as pool:  # sha256 and file reads release the GIL
+        facts = list(pool.map(lambda sh: shard_facts(folder / sh["path"], sh), wanted))
     checked: list[str] = []
     containers: list[str] = []
-    for want in [*entry.shards, *({"path": p, "sha256": None, "content": {}} for p in unlisted)]:
-        got = built.get(want["path"])
-        if got is None or want["sha256"] is None:
-            where = "is missing here" if got is None else "is not in the catalogue entry"
-            raise VerificationError(f"{folder}: shard {want['path']} {where} (the split or shard plan differs); "
-                                    f"{_facts_line(entry)}")
-        if got["sha256"] != want["sha256"]:
-            fields = [k for k, h in want.get("content", {}).items()
-                      if not got.get("content_sha256", {}).get(k, "").startswith(h)]
-            if fields or not want.get("content"):
-                what = f"field {fields[0]!r}" if fields else "its file bytes (no content hashes to compare)"
-                raise VerificationError(f"{folder}: {want['path']} differs from catalogue entry {entry.name!r} "
-                                        f"in {what}; {_facts_line(entry)}")
-            containers.append(want["path"])
-        checked.append(want["path"])
+    differing: dict[str, str] = {}
+    for want, got in zip(wanted, facts, strict=True):
+        path = want["path"]
+        checked.append(path)
+        if got["sha256"] == want["sha256"]:
+            continue
+        if "error" in got:
+            raise VerificationError(f"{folder}: {path} cannot be decoded ({got['error']}): the file is damaged",
+                                    hint=hint)
+        if not want.get("content"):
+            raise VerificationError(f"{folder}: {path} differs from catalogue entry {entry.name!r} in its file bytes "
+                                    f"(no content hashes to compare); {_facts_line(entry)}", hint=hint)
+        fields = [k for k, h in want["content"].items() if not (got["content"].get(k) or "").startswith(h)]
+        if fields:
+            raise VerificationError(f"{folder}: {path} differs from catalogue entry {entry.name!r} in field "
+                                    f"{fields[0]!r}; {_facts_line(entry)}", hint=hint)
+        versions = got["versions"]
+        differ = {k: f"{k} {v} (catalogue: {entry.environment[k]})" for k, v in versions.items()
+                  if entry.environment.get(k) not in (None, v)}
+        if not differ:
+            same = ", ".join(f"{k} {v}" for k, v in versions.items() if entry.environment.get(k) == v)
+            why = (f"yet records the entry's writer versions ({same})" if same else
+                   "and no writer version it records differs from the entry's")
+            raise VerificationError(f"{folder}: {path} holds the content of catalogue entry {entry.name!r} in other "
+                                    f"file bytes, {why}: the file was rewritten, or the catalogue's sha256 for it "
+                                    "is wrong", hint=hint)
+        containers.append(path)
+        for k in VERSION_KEYS:
+            if k in differ:
+                differing.setdefault(k, differ[k])
+    if entry.content_digest and manifest.get("content_digest") != entry.content_digest:
+        raise VerificationError(f"{folder}: content digest {str(manifest.get('content_digest'))[:16]}... differs "
+                                f"from the catalogue's {entry.content_digest[:16]}...; {_facts_line(entry)}", hint=hint)
     notes = []
-    if entry.content_digest and manifest["content_digest"] != entry.content_digest:
-        raise VerificationError(f"{folder}: content digest {manifest['content_digest'][:16]}... differs from the "
-                                f"catalogue's {entry.content_digest[:16]}...; {_facts_line(entry)}")
     if containers:
-        notes.append(f"{len(containers)} shard(s) (first {containers[0]}) have equal content but other file bytes: "
-                     f"their attributes record this machine's library versions ({_facts_line(entry)})")
+        notes.append(f"{len(containers)} shard(s) (first {containers[0]}) have equal content but other file bytes "
+                     f"(content decoded from the files): they were written with {', '.join(differing.values())}")
+    skipped = [sh["path"] for sh in entry.shards if sh["path"] not in set(checked)]
+    if skipped:
+        notes.append(f"{len(skipped)} shard(s) left out by `download --split/--include` were not checked")
+    return checked, notes, {p: f["sha256"] for p, f in zip(checked, facts, strict=True)}
+
+
+def check_against_entry(folder: Path, entry: CatalogEntry, workers: int | None = None) -> tuple[list[str], list[str]]:
+    """(checked shard paths, notes); a VerificationError at the first shard that disagrees with `entry`.
+
+    The shard files themselves are read (in `workers` threads; the manifest's hashes are not trusted): a file with
+    the catalogue's sha256 passes; one with other bytes passes only when the content hashes decoded from it equal
+    the entry's and the writer versions it records (NumPy, Numba, h5py, HDF5, ssmbench) differ from the entry's,
+    which the note names. Every shard of the entry must be there (but those a partial download left out), no
+    other, and the manifest's content digest must be the entry's.
+    """
+    checked, notes, _ = _check(Path(folder), entry, workers)
     return checked, notes
 
 
@@ -126,32 +247,86 @@ def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: boo
     return Path(json.loads(proc.stdout)["path"])
 
 
+@contextmanager
+def _entry_lock(root: Path, entry: CatalogEntry, dest: Path, on_wait: Callable[[str], None] | None) -> Iterator[None]:
+    """One `get` of an entry into a data root at a time (`<root>/.get-<name>.lock`); a second one says it waits."""
+    from filelock import FileLock, Timeout
+
+    lock: FileLock | None = FileLock(str(root / f".get-{entry.name}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        (on_wait or log.warning)(f"waiting for another `ssmbench get {entry.name}` into {root} to finish "
+                                 f"(it holds {lock.lock_file})")
+        lock.acquire()
+    except OSError:  # a read-only data root: nothing can be written there, so check what is present unlocked
+        if not (dest / "manifest.json").exists():
+            raise
+        lock = None
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _check_present(dest: Path, entry: CatalogEntry, workers: int | None) -> tuple[list[str], list[str]]:
+    """A folder already in place: its files against the catalogue entry, then against its own manifest."""
+    from .verify import raise_for, verify_dataset
+
+    hint = f"remove {dest} and run `ssmbench get {entry.name}` again to fetch it anew"
+    checked, notes, read = ([], [], {})
+    if entry.shards:
+        checked, notes, read = _check(dest, entry, workers, hint)
+    elif entry.manifest_sha256:
+        got = hashlib.sha256((dest / "manifest.json").read_bytes()).hexdigest()
+        if got != entry.manifest_sha256:
+            raise VerificationError(f"{dest}: manifest.json differs from catalogue entry {entry.name!r} (sha256 "
+                                    f"{got[:16]}..., catalogue {entry.manifest_sha256[:16]}...)", hint=hint)
+    listed = {sh["path"]: sh["sha256"] for s in ("train", "val", "test")
+              for sh in _read_manifest(dest)["splits"][s]["shards"]}
+    try:  # the manifest against the files: what was just read is not read again
+        raise_for(verify_dataset(dest, hashed={p for p, sha in read.items() if listed.get(p) == sha}))
+    except VerificationError as exc:
+        raise VerificationError(exc.message, exc.problems, hint) from None
+    return checked, notes
+
+
 def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path | Sequence[str | Path] | None = None,
-                workers: int | None = None, quiet: bool = False, rebuild: bool = False) -> GetResult:
-    """Fetch or rebuild the catalogue dataset `name` into `<to>/<folder>` and check every shard against its entry."""
+                workers: int | None = None, quiet: bool = False, rebuild: bool = False,
+                on_wait: Callable[[str], None] | None = None) -> GetResult:
+    """Fetch or rebuild the catalogue dataset `name` into `<to>/<folder>` and check every shard against its entry.
+
+    A folder already there is checked the same way (its files, not only its manifest) before it is answered
+    "present"; a VerificationError (exit 3) says what differs. One `get` of an entry into a data root runs at a
+    time: a second one calls `on_wait` with a line (default: a logged warning), waits, then finds and checks the
+    folder the first one made. `workers` processes rebuild, and as many threads hash the shards.
+    """
     from .build import data_root
 
     entry = find_entry(name, catalog)
     root = data_root(to)
     dest = root / entry.name  # where open_dataset(name) and `download NAME` look
-    if (dest / "manifest.json").exists():
-        checked, notes = check_against_entry(dest, entry) if entry.shards else ([], [])
-        return GetResult(dest, name, "present", checked, notes)
-    if entry.sources and not rebuild:
-        from .download import download_dataset
-
-        result = download_dataset(entry, to=root, progress=not quiet)
-        checked, notes = check_against_entry(result.path, entry) if entry.shards else ([], [])
-        return GetResult(result.path, name, "downloaded", checked, notes)
-    if not entry.build:
-        raise DatasetError(f"catalogue entry {name!r} has neither sources nor a build command", "fix the catalogue")
-    staging = root / f".get-{entry.name}"
-    built = _rebuild(entry, staging, workers, quiet)
-    checked, notes = check_against_entry(built, entry)
     root.mkdir(parents=True, exist_ok=True)
-    os.replace(built, dest)
-    shutil.rmtree(staging, ignore_errors=True)
-    return GetResult(dest, name, "built", checked, notes)
+    with _entry_lock(root, entry, dest, on_wait):
+        if (dest / "manifest.json").exists():
+            checked, notes = _check_present(dest, entry, workers)
+            return GetResult(dest, name, "present", checked, notes)
+        if entry.sources and not rebuild:
+            from .download import download_dataset
+
+            result = download_dataset(entry, to=root, progress=not quiet)
+            checked, notes = check_against_entry(result.path, entry, workers) if entry.shards else ([], [])
+            return GetResult(result.path, name, "downloaded", checked, notes)
+        if not entry.build:
+            raise DatasetError(f"catalogue entry {name!r} has neither sources nor a build command",
+                               "fix the catalogue")
+        staging = root / f".get-{entry.name}"
+        built = _rebuild(entry, staging, workers, quiet)
+        checked, notes = check_against_entry(built, entry, workers)
+        os.replace(built, dest)
+        shutil.rmtree(staging, ignore_errors=True)
+        return GetResult(dest, name, "built", checked, notes)
 
 
 def entry_for_folder(folder: Path, catalog: str | Path | Sequence[str | Path] | None = None) -> CatalogEntry:
@@ -170,10 +345,11 @@ def entry_for_folder(folder: Path, catalog: str | Path | Sequence[str | Path] | 
                        "list the entries with `ssmbench ls datasets`; add a catalogue with --catalog FILE")
 
 
-def verify_catalog(folder: str | Path, catalog: str | Path | Sequence[str | Path] | None = None) -> dict[str, Any]:
-    """`verify DIR --catalog`: every shard of `folder` against its catalogue entry (VerificationError if not)."""
+def verify_catalog(folder: str | Path, catalog: str | Path | Sequence[str | Path] | None = None,
+                   workers: int | None = None) -> dict[str, Any]:
+    """`verify DIR --catalog`: every shard file of `folder` against its catalogue entry (VerificationError if not)."""
     entry = entry_for_folder(Path(folder), catalog)
-    checked, notes = check_against_entry(Path(folder), entry)
+    checked, notes = check_against_entry(Path(folder), entry, workers)
     return {"entry": entry.name, "catalog": entry.catalog, "checked_shards": len(checked), "notes": notes}
 
 
@@ -193,7 +369,8 @@ def entry_from_folder(folder: Path, argv: list[str], workers: int, build: dict[s
                   **{k: round(float(v), 1) for k, v in (build or {}).items() if k in ("wall_s", "cpu_s")}},
         "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}"
                   for k, v in sorted(manifest["storage"]["fields"].items())},
-        "environment": {k: manifest["environment"][k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")},
+        "environment": {"ssmbench": manifest["ssmbench_version"],
+                        **{k: manifest["environment"][k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")}},
         "num_samples": {s: manifest["splits"][s]["num_samples"] for s in ("train", "val", "test")},
         "num_bytes": sum(sh["num_bytes"] for sh in shards) + sum(f["num_bytes"] for f in files),
         "files": [{"path": f["path"], "num_bytes": f["num_bytes"], "sha256": f["sha256"]} for f in files],

@@ -174,3 +174,41 @@ def test_an_interrupted_repack_rehashes_its_journalled_shards_when_it_resumes(ti
     result = repack(tiny_shift, codec="zstd:1", out=tmp_path)
     assert done.name in calls and len(calls) == 5  # 4 never done + the corrupted one again
     assert verify_dataset(result.path, deep=True, regenerate=0).ok
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_a_complete_part_is_hashed_and_kept_not_fetched_again(host, tiny_shift, tmp_path, ranges):
+    """A `.part` that an interrupted run left whole (killed between the last byte and the rename) is checked and
+    renamed into place: the server is never asked for that file again (with Range it would answer 416, without it
+    the whole file would come again)."""
+    host.ranges = ranges
+    target = shards(tiny_shift, "train")[2]
+    part = tmp_path / NAME / (target + ".part")
+    part.parent.mkdir(parents=True)
+    shutil.copy(tiny_shift / target, part)
+    download_dataset(host.url(f"ssm/{NAME}/"), to=tmp_path)
+    assert (tmp_path / NAME / target).read_bytes() == (tiny_shift / target).read_bytes() and not part.exists()
+    assert host.requests_for(f"ssm/{NAME}/{target}") == []
+    assert host.requests_for(f"ssm/{NAME}/{shards(tiny_shift, 'train')[1]}")  # the others were fetched
+
+
+def test_deep_verify_joins_its_workers_results_in_manifest_order(tiny_shift, monkeypatch):
+    """Workers finish in any order; the content digest and the problem list follow the manifest. A stand-in for
+    the pool reports completions last shard first (what a pool may do), with every shard's content hash made
+    wrong so that each reports a problem."""
+    from ssmbench.data import jobs
+
+    def backwards(fn, work, workers, on_done, on_rows=None):
+        for index in reversed(range(len(work))):
+            on_done(index, fn(**work[index]))
+
+    monkeypatch.setattr(jobs, "run_jobs", backwards)
+    report = verify_dataset(tiny_shift, deep=True, regenerate=0, workers=2)
+    assert report.ok, report.problems  # the digest over the rows in manifest order is the manifest's
+    assert report.checked_samples == 40
+    real = verify_module._deep_shard
+    monkeypatch.setattr(verify_module, "_deep_shard",
+                        lambda **job: real(**{**job, "content_sha256": {k: "0" * 64 for k in job["content_sha256"]}}))
+    problems = verify_dataset(tiny_shift, deep=True, regenerate=0, workers=2).problems
+    order = [p.split(":")[0] for p in problems if "content of inputs" in p]
+    assert order == shards(tiny_shift)

@@ -18,6 +18,7 @@ import pytest
 
 from ssmbench.data.catalog import load_catalog
 from ssmbench.data.get import entry_from_folder, get_dataset
+from ssmbench.data.verify import verify_dataset
 from ssmbench.errors import VerificationError
 
 ARGV = ["generate", "shift", "--length", "64", "--n", "40", "--samples-per-shard", "8"]  # tiny_shift's command
@@ -131,3 +132,232 @@ def test_ls_datasets_lists_size_samples_and_measured_build_time(tiny_shift, tmp_
     twin = next(ln for ln in done.stdout.splitlines() if ln.startswith("shift-4096-ci "))
     assert "200" in twin and "built-in" in twin
     assert ssmbench("download", "shift-64", "--catalog", str(cat), "--split", "test").returncode == 2
+
+
+# --- the catalogue check reads the files, not the manifest (issue 26) ---------------------------------------------
+
+def present_copy(tiny_shift: Path, root: Path, name: str = "shift-64") -> Path:
+    """A writable copy of tiny_shift in `root/name`, as `get` would have left it."""
+    folder = root / name
+    shutil.copytree(tiny_shift, folder, ignore=shutil.ignore_patterns(".build"))
+    return folder
+
+
+def manifest_shard(folder: Path, path: str) -> dict:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return next(sh for s in ("train", "val", "test") for sh in manifest["splits"][s]["shards"] if sh["path"] == path)
+
+
+def rewrite_manifest_shard(folder: Path, path: str, **values) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for s in ("train", "val", "test"):
+        for sh in manifest["splits"][s]["shards"]:
+            if sh["path"] == path:
+                sh.update(values)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def flip_a_byte(file: Path) -> None:
+    """Flip one byte inside the first stored chunk of `inputs` (fletcher32 notices when it is decoded)."""
+    import h5py
+
+    with h5py.File(file, "r") as h5:
+        chunk = h5["inputs"].id.get_chunk_info(0)
+    data = bytearray(file.read_bytes())
+    data[chunk.byte_offset + chunk.size // 2] ^= 0xFF
+    file.write_bytes(bytes(data))
+
+
+def test_get_on_a_present_folder_reads_its_shard_files(tiny_shift, tmp_path):
+    """A present folder is answered "present" only when its files match: a byte flipped in a shard, or a shard
+    deleted, is exit 3 naming the shard, with the command that fetches it anew; the manifest alone would pass."""
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry_from_folder(tiny_shift, ARGV, 1)})
+    root = tmp_path / "data"
+    folder = present_copy(tiny_shift, root)
+    result = get_dataset("shift-64", root, catalog=cat, quiet=True)
+    assert result.how == "present" and len(result.checked) == 6 and not result.notes
+    target = "train/shard-00002-of-00004.h5"
+    flip_a_byte(folder / target)
+    done = ssmbench("get", "shift-64", "--catalog", str(cat), "--to", str(root))
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 2  # error, hint
+    error, hint = done.stderr.strip().splitlines()
+    assert target in error and "cannot be decoded" in error and "the file is damaged" in error
+    assert f"remove {folder}" in hint and "ssmbench get shift-64" in hint
+    shutil.copy(tiny_shift / target, folder / target)
+    (folder / "val/shard-00000-of-00001.h5").unlink()
+    with pytest.raises(VerificationError, match="shard val/shard-00000-of-00001.h5 is missing here"):
+        get_dataset("shift-64", root, catalog=cat, quiet=True)
+
+
+def test_a_present_folder_whose_manifest_disagrees_with_its_files_is_not_present(tiny_shift, tmp_path):
+    """Shards equal to the catalogue's but a manifest that lists another sha256: the folder is damaged (the
+    loader trusts the manifest), exit 3 from verify's check of the manifest against the files."""
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry_from_folder(tiny_shift, ARGV, 1)})
+    folder = present_copy(tiny_shift, tmp_path / "data")
+    rewrite_manifest_shard(folder, "test/shard-00000-of-00001.h5", sha256="3" * 64)
+    with pytest.raises(VerificationError, match="test/shard-00000-of-00001.h5: sha256 mismatch") as err:
+        get_dataset("shift-64", tmp_path / "data", catalog=cat, quiet=True)
+    assert "ssmbench get shift-64" in err.value.hint
+
+
+def test_an_edited_row_with_a_manifest_updated_to_match_fails_verify_catalog(tiny_shift, tmp_path):
+    """The issue's forgery: one sample_id changed in a shard, the manifest's sha256 and size updated to the new
+    file, its content hashes left alone. `verify` (against the manifest) passes; `verify --catalog` decodes the file
+    and names the field."""
+    import h5py
+
+    from ssmbench.plain import file_sha256
+
+    entry = entry_from_folder(tiny_shift, ARGV, 1)
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry})
+    folder = present_copy(tiny_shift, tmp_path)
+    target = "train/shard-00001-of-00004.h5"
+    with h5py.File(folder / target, "r+") as h5:
+        h5["sample_id"][3] = 10_000
+    rewrite_manifest_shard(folder, target, sha256=file_sha256(folder / target),
+                           num_bytes=(folder / target).stat().st_size)
+    done = ssmbench("verify", str(folder), "--catalog", str(cat))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert verify_dataset(folder).ok  # the folder agrees with its (edited) manifest
+    assert f"{target} differs from catalogue entry 'shift-64' in field 'sample_id'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_other_bytes_with_the_entrys_own_writer_versions_is_exit_3(tiny_shift, tmp_path):
+    """A catalogue whose shard sha256 is wrong while its content hashes are right, every recorded version equal to
+    the file's: nothing explains the other bytes, so it is refused in one line (no note blaming library versions)."""
+    entry = entry_from_folder(tiny_shift, ARGV, 1)
+    entry["shards"][1]["sha256"] = "4" * 64
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry})
+    done = ssmbench("verify", str(tiny_shift), "--catalog", str(cat))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+    line = done.stderr.strip()
+    assert entry["shards"][1]["path"] in line and "yet records the entry's writer versions" in line
+    assert "ssmbench 0.1.0" in line and "numpy" in line and "catalogue's sha256 for it is wrong" in line
+
+
+def test_equal_content_notes_only_the_versions_that_differ(tiny_shift, tmp_path):
+    entry = entry_from_folder(tiny_shift, ARGV, 1)
+    entry["shards"][0]["sha256"] = "5" * 64
+    entry["environment"]["numba"] = "0.1"
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry})
+    done = ssmbench("verify", str(tiny_shift), "--catalog", str(cat))
+    assert done.returncode == 0, done.stderr
+    note = next(ln for ln in done.stdout.splitlines() if ln.startswith("note:"))
+    assert "(catalogue: 0.1)" in note and "numba" in note
+    assert not any(k in note for k in ("numpy", "h5py", "hdf5", "ssmbench"))
+
+
+def test_other_bytes_without_content_hashes_are_refused(tiny_shift):
+    from ssmbench.data.catalog import _entry
+    from ssmbench.data.get import check_against_entry
+
+    raw = entry_from_folder(tiny_shift, ARGV, 1)
+    raw["shards"][2]["sha256"] = "6" * 64
+    del raw["shards"][2]["content"]
+    with pytest.raises(VerificationError, match="in its file bytes \\(no content hashes to compare\\)"):
+        check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))
+    raw["shards"][2]["content"] = {}
+    with pytest.raises(VerificationError, match="in its file bytes \\(no content hashes to compare\\)"):
+        check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))
+
+
+def test_a_content_digest_other_than_the_entrys_is_refused(tiny_shift):
+    from ssmbench.data.catalog import _entry
+    from ssmbench.data.get import check_against_entry
+
+    raw = entry_from_folder(tiny_shift, ARGV, 1)
+    assert len(check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))[0]) == 6
+    raw["content_digest"] = "7" * 64
+    with pytest.raises(VerificationError, match="content digest .* differs from the catalogue's 7777"):
+        check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))
+
+
+def test_a_shard_the_entry_does_not_list_is_refused(tiny_shift, tmp_path):
+    """Listed in the manifest but not in the entry, or lying in the folder unlisted anywhere: both refused."""
+    from ssmbench.data.catalog import _entry
+    from ssmbench.data.get import check_against_entry
+
+    raw = entry_from_folder(tiny_shift, ARGV, 1)
+    fewer = {**raw, "shards": raw["shards"][:-1]}
+    with pytest.raises(VerificationError, match="shard test/shard-00000-of-00001.h5 is not in the catalogue entry"):
+        check_against_entry(tiny_shift, _entry("shift-64", fewer, "test"))
+    folder = present_copy(tiny_shift, tmp_path)
+    shutil.copy(folder / "val/shard-00000-of-00001.h5", folder / "val/shard-00001-of-00001.h5")
+    with pytest.raises(VerificationError, match="shard val/shard-00001-of-00001.h5 is not in the catalogue entry"):
+        check_against_entry(folder, _entry("shift-64", raw, "test"))
+
+
+def test_shards_a_partial_download_left_out_are_not_called_missing(tiny_shift, tmp_path):
+    from ssmbench.data.catalog import _entry
+    from ssmbench.data.get import check_against_entry
+
+    folder = present_copy(tiny_shift, tmp_path)
+    (folder / "test/shard-00000-of-00001.h5").unlink()
+    (folder / ".download.json").write_text(json.dumps({"absent": ["test/shard-00000-of-00001.h5"]}))
+    checked, notes = check_against_entry(folder, _entry("shift-64", entry_from_folder(tiny_shift, ARGV, 1), "test"))
+    assert len(checked) == 5 and notes == ["1 shard(s) left out by `download --split/--include` were not checked"]
+
+
+@pytest.mark.parametrize("shard", [{"path": "train/a.h5"}, {"path": "train/a.h5", "sha256": "abc"},
+                                   {"path": "train/a.h5", "sha256": "A" * 64}, {"sha256": "a" * 64}, "train/a.h5"])
+def test_catalogue_shards_need_a_path_and_a_64_hex_sha256(tmp_path, shard):
+    from ssmbench.errors import ConfigError
+
+    cat = write_catalog(tmp_path / "cat.json", **{"x": {"build": {"argv": ARGV}, "shards": [shard]}})
+    with pytest.raises(ConfigError, match="needs a path and a 64-hex sha256"):
+        load_catalog(cat, env=False)
+    write_catalog(cat, **{"x": {"build": {"argv": ARGV}, "shards": [{"path": "train/a.h5", "sha256": "a" * 64}]}})
+    assert load_catalog(cat, env=False)["x"].shards[0]["path"] == "train/a.h5"
+
+
+# --- one `get` of an entry into a data root at a time -------------------------------------------------------------
+
+def wait_for(predicate, what: str, procs=(), ceiling: float = 240.0) -> None:
+    """Poll `predicate` until it holds; fail at `ceiling` seconds, or as soon as one of `procs` has exited."""
+    import time
+
+    deadline = time.monotonic() + ceiling
+    while not predicate():
+        ended = [i for i, p in enumerate(procs) if p.poll() is not None]
+        if ended or time.monotonic() > deadline:
+            pytest.fail(f"no {what} " + (f"(a process exited first: {ended})" if ended else f"within {ceiling} s"))
+        time.sleep(0.05)
+
+
+def test_two_concurrent_gets_of_one_entry_build_once_and_the_second_reuses_the_folder(tiny_shift, tmp_path):
+    """Two `ssmbench get` processes of one entry into one root, started while the entry's lock is held (so both
+    must wait): each says it waits in one line; after the lock is released one rebuilds and the other, having
+    waited for it, checks the finished folder and answers "present". Before the lock, the second moved the first's
+    shared staging folder away (a FileNotFoundError traceback)."""
+    from filelock import FileLock
+
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry_from_folder(tiny_shift, ARGV, 1)})
+    root = tmp_path / "cc"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("SSMBENCH_CATALOG", "SSMBENCH_DATA")}
+    gate = FileLock(str(root / ".get-shift-64.lock"))
+    gate.acquire(timeout=60)
+    procs, errs = [], []
+    try:
+        for i in range(2):
+            errs.append(tmp_path / f"err{i}.txt")
+            with open(tmp_path / f"out{i}.txt", "w") as out, open(errs[-1], "w") as err:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "ssmbench", "get", "shift-64", "--catalog", str(cat), "--to", str(root),
+                     "-q", "--json"], stdout=out, stderr=err, env={**env, "PYTHONSAFEPATH": "1"}))
+        wait_for(lambda: all("waiting for another `ssmbench get shift-64`" in e.read_text() for e in errs),
+                 "waiting line from both processes", procs)
+    finally:
+        gate.release()
+    for p in procs:
+        assert p.wait(timeout=600) == 0, [e.read_text() for e in errs]
+    hows = sorted(json.loads((tmp_path / f"out{i}.txt").read_text())["how"] for i in range(2))
+    assert hows == ["built", "present"]
+    for e in errs:
+        text = e.read_text()
+        assert "Traceback" not in text and text.strip().splitlines()[0].startswith("waiting for another")
+        assert len(text.strip().splitlines()) == 1
+    assert (root / "shift-64" / "manifest.json").exists() and not (root / ".get-shift-64").exists()
