@@ -202,7 +202,8 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
               help="Also check every shard against the folder's catalogue entry (the built-in catalogue, "
                    "$SSMBENCH_CATALOG and FILE when given).")
 @click.option("--workers", type=int, default=1, show_default=True,
-              help="Processes that decode shards for --deep (the report is the same for any count).")
+              help="Processes that decode shards for --deep, threads that hash shards for --catalog (1: up to 4 "
+                   "threads there); the report is the same for any count.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str | None, workers: int,
                    as_json: bool) -> None:
@@ -216,7 +217,7 @@ def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str |
     if catalog is not None and report.ok:
         from ..data.get import verify_catalog
 
-        against = verify_catalog(path, catalog or None)
+        against = verify_catalog(path, catalog or None, workers=workers if workers > 1 else None)
     if as_json:
         click.echo(json.dumps({**report.to_json(), **({"catalog": against} if against else {})}, sort_keys=True))
     else:
