@@ -244,3 +244,233 @@ def test_pathfinder_statistics_cover_the_whole_split(tmp_path):
     assert sum(stats["connected"]) == 16 and sum(stats["class_pixels"]) == 16 * 32 * 32
     assert stats["class_pixels"] == np.bincount(train["targets"].reshape(-1), minlength=3).tolist()
     assert stats["connected"] == np.bincount(train["label"].astype(np.int64), minlength=2).tolist()
+
+
+# ------------------------------------------------------------------------------- configs: values and selectors
+
+
+def test_null_and_none_both_mean_none_for_an_optional_key():
+    """Mutation: 'null' no longer read as None (config.py). JSON and TOML users write null; both spellings, any
+    case, give None for an optional key, and stay text for a plain str key."""
+    from ssmbench.config import parse_value
+
+    for text in ("null", "NULL", " none ", "None"):
+        assert parse_value(text, int | None, "k") is None, text
+    assert parse_value("null", str, "k") == "null"
+
+
+def test_a_fractional_value_of_an_integer_key_is_refused():
+    """Mutation: '2.5' read as the int 2 (config.py). A whole number written as a float or in e-notation is an int;
+    a fraction is an error naming the key, never truncated."""
+    from ssmbench.config import parse_value
+    from ssmbench.errors import ConfigError
+
+    assert parse_value("2.0", int, "k") == 2 and parse_value("1e3", int, "k") == 1000
+    for text in ("2.5", "0.1", "1e-3"):
+        with pytest.raises(ConfigError, match="k: cannot parse"):
+            parse_value(text, int, "k")
+
+
+@pytest.mark.parametrize("task,option,field,given,value", [("shift", "length", "L", 512, 1024),
+                                                           ("pathfinder", "size", "size", 128, 256)])
+def test_a_selector_option_that_disagrees_with_its_config_value_is_refused(task, option, field, given, value):
+    """Mutation: no error when `--size` / `--length` disagree with `-o size=` / `-o L=` (task_config.py): one of
+    the two would be dropped silently. Equal values are fine."""
+    from ssmbench.errors import ConfigError
+    from ssmbench.task_config import resolve
+
+    with pytest.raises(ConfigError, match=f"{given} disagrees with {field} = {value}"):
+        resolve(task, {field: str(value)}, **{option: given})
+    assert getattr(resolve(task, {field: str(given)}, **{option: given})[0], field) == given
+
+
+def test_explicit_values_keep_the_selector_field():
+    """Mutation: `explicit_values` drops the selector field (task_config.py) when it equals what the selector
+    itself resolves to -- always, for a length task -- so a stored config loses its L. Shift's defaults
+    (num_shifts 8) are not user choices; L always is."""
+    from ssmbench.task_config import explicit_values
+
+    assert explicit_values("shift", {"L": 512, "num_shifts": 8}) == {"L": 512}
+    assert explicit_values("shift", {"L": 700, "num_shifts": 8}) == {"L": 700}
+    assert explicit_values("shift", {"L": 512, "num_shifts": 4}) == {"L": 512, "num_shifts": 4}
+
+
+# ---------------------------------------------------------------------------------------------- chunk rows
+
+
+def test_rows_of_a_dataset_chunked_across_the_row_are_read_whole(tmp_path):
+    """Mutation: the one-row-chunk check weakened to `chunk[0] == 1` (chunk_rows.py). A dataset chunked (1, 8)
+    over rows of 16 has two chunks a row: the chunk reader would return half a row (or fail); it must fall back to
+    h5py and read every row exactly."""
+    from ssmbench.data.chunk_rows import rows_reader
+
+    data = np.arange(4 * 16, dtype=np.int16).reshape(4, 16) * 3 - 50
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("x", data=data, chunks=(1, 8), shuffle=True, compression="gzip", fletcher32=True)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        reader = rows_reader(f["x"])
+        out = np.zeros((3, 16), np.int16)
+        reader.read_into(out, np.array([0, 1, 2]), np.array([3, 0, 2]))
+    assert type(reader).__name__ == "DatasetRows"
+    assert out.tolist() == [list(range(3 * 48 - 50, 3 * 64 - 50, 3)), list(range(-50, -2, 3)),
+                            list(range(3 * 32 - 50, 3 * 48 - 50, 3))]
+
+
+# -------------------------------------------------------------------------------------------------- memory
+
+
+def test_the_memory_estimate_counts_the_samples_of_one_rank(monkeypatch):
+    """Mutation: the batch per rank ignores the world size (memory.py). Linear(8, 8): 72 parameters x 4 bytes =
+    288; four copies (weights, gradients, two AdamW moments) = 1,152 bytes; a faked probe saves 100 bytes a
+    sample; batch 8 over 4 ranks = 2 samples a rank: 1,152 + 200 = 1,352 (not 1,152 + 800)."""
+    import types
+
+    import torch
+
+    from ssmbench.harness import memory
+
+    monkeypatch.setattr(memory, "saved_bytes_per_sample", lambda model, x: 100)
+
+    def setup(batch_size: int, world_size: int):
+        return types.SimpleNamespace(model=torch.nn.Linear(8, 8), cfg=types.SimpleNamespace(
+            train=types.SimpleNamespace(batch_size=batch_size)), env=types.SimpleNamespace(world_size=world_size))
+
+    x1 = torch.zeros(1, 4, 8)
+    assert memory.estimate(setup(8, 4), x1) == {"parameter_bytes": 288, "saved_bytes_per_sample": 100,
+                                                "estimated_peak_bytes": 1352}
+    assert memory.estimate(setup(8, 1), x1)["estimated_peak_bytes"] == 1152 + 800
+    assert memory.estimate(setup(3, 4), x1)["estimated_peak_bytes"] == 1152 + 100  # at least one sample a rank
+
+
+def test_free_cpu_memory_is_memavailable_not_memfree(tmp_path):
+    """Mutation: MemFree read instead of MemAvailable (memory.py): page cache the kernel would give back counts as
+    used, and runs that fit are refused. A faked /proc/meminfo (MemFree listed first, as the kernel does)."""
+    import torch
+
+    from ssmbench.harness.memory import free_bytes
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000 kB\nMemFree:          300 kB\nMemAvailable:    9000 kB\n"
+                       "Buffers:          100 kB\n")
+    assert free_bytes(torch.device("cpu"), meminfo) == 9000 * 1024
+    meminfo.write_text("MemTotal:       16000 kB\nMemFree:          300 kB\n")  # a kernel without MemAvailable
+    assert free_bytes(torch.device("cpu"), meminfo) is None
+    assert free_bytes(torch.device("cpu"), tmp_path / "absent") is None
+
+
+# ------------------------------------------------------------------------------------------------- threads
+
+
+def test_cgroup_quota_is_quota_over_period(tmp_path):
+    """Mutation: the cgroup quota inverted (threads.py): 150000 us per 100000 us period is 1.5 CPUs (not 0.67);
+    v1 files likewise; no quota is None."""
+    from ssmbench.harness.threads import cgroup_cpu_limit
+
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert cgroup_cpu_limit(v2) == 1.5
+    (v2 / "cpu.max").write_text("50000 100000\n")
+    assert cgroup_cpu_limit(v2) == 0.5
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_limit(v2) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("300000\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert cgroup_cpu_limit(v1) == 3.0
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert cgroup_cpu_limit(v1) is None
+    assert cgroup_cpu_limit(tmp_path / "none") is None
+
+
+def test_usable_cpus_is_the_affinity_capped_by_the_quota_rounded_up(monkeypatch):
+    """The affinity mask (8 CPUs, faked) capped by a 1.5-CPU quota: ceil(1.5) = 2; no quota: 8."""
+    import os
+
+    from ssmbench.harness import threads
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root=None: 1.5)
+    assert threads.usable_cpus() == 2
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root=None: None)
+    assert threads.usable_cpus() == 8
+
+
+@pytest.mark.parametrize("cpus,workers,threads_", [(4, 1, 3), (4, 0, 4), (4, 3, 1), (4, 4, 1), (2, 1, 1)])
+def test_threads_are_usable_cpus_minus_data_workers(monkeypatch, cpus, workers, threads_):
+    """Mutation: the worker count off by one (threads.py). threads = usable CPUs - data workers, at least 1."""
+    from ssmbench.harness import threads
+
+    monkeypatch.setattr(threads, "usable_cpus", lambda: cpus)
+    assert threads.choose_threads(None, workers, environ={}) == (
+        threads_, f"usable CPUs ({cpus}) - data workers ({workers})")
+
+
+def test_apply_threads_sets_torchs_thread_count():
+    """Mutation: the chosen thread count never applied (threads.py): torch keeps its own count."""
+    import torch
+
+    from ssmbench.harness.threads import apply_threads
+
+    before = torch.get_num_threads()
+    target = 2 if before == 1 else 1
+    try:
+        assert apply_threads(target, 0) == {"threads": target, "threads_rule": "hardware.threads"}
+        assert torch.get_num_threads() == target
+    finally:
+        torch.set_num_threads(before)
+
+
+# -------------------------------------------------------------------------------------------------- suites
+
+
+def test_the_seeds_are_part_of_the_suite_folder(tmp_path):
+    """Mutation: the seeds left out of the suite folder's digest (suites.py): `--seeds 0,1` and `--seeds 2,3`
+    would share one folder, and the second command would report the first one's runs as "finished earlier"."""
+    import types
+
+    from ssmbench.harness.suites import run_suite
+
+    made: list = []
+
+    def evaluate(model, task, preset, out=None, quiet=False, **kwargs):
+        made.append((out.parent, out.name, kwargs.get("seed")))
+        return types.SimpleNamespace(metrics={"wall_time_s": 0.0})
+
+    def resume(*args, **kwargs):  # pragma: no cover - nothing to resume in fresh folders
+        raise AssertionError("nothing to resume")
+
+    folders = [run_suite("dlr", "shift", evaluate, resume, runs_root=tmp_path, seeds=seeds, quiet=True)[0]
+               for seeds in ([0, 1], [2, 3], None)]
+    assert len(set(folders)) == 3
+    assert [(name, seed) for _, name, seed in made] == [("shift-seed0", 0), ("shift-seed1", 1),
+                                                        ("shift-seed2", 2), ("shift-seed3", 3), ("shift", None)]
+    again = run_suite("dlr", "shift", evaluate, resume, runs_root=tmp_path, seeds=[2, 3], quiet=True)[0]
+    assert again == folders[1]  # the same command finds its folder again
+
+
+# ---------------------------------------------------------------------------------------------- Pathfinder
+
+
+def test_pathfinder_lra_oracle_requires_both_circles_drawn():
+    """Mutation: the LRA Pathfinder oracle no longer requires both circles drawn (generators/pathfinder_lra.py).
+    Label 1 iff the two circle centres are the origin and terminal of one main path and the image is non-zero at
+    both centres."""
+    task = get_task("pathfinder_lra")
+    config = task.presets["32"]
+    image = np.zeros((32, 32), np.uint8)
+    image[4, 5], image[20, 21] = 255, 128
+    tips = np.array([[[9, 9], [12, 12]], [[4, 5], [20, 21]]], np.int16)  # path 1 joins the two centres
+    centres = np.array([[4, 5], [20, 21]], np.int16)
+
+    def label(img, t=tips):
+        return int(task.oracle(config, {"inputs": img, "tips": t, "marker_centres": centres})["targets"])
+
+    assert label(image) == 1
+    assert label(image, tips[::-1].copy()) == 1  # either path may be the one
+    assert label(image, np.array([[[4, 5], [12, 12]], [[9, 9], [20, 21]]], np.int16)) == 0  # ends on two paths
+    for y, x in centres:  # one circle not drawn
+        blank = image.copy()
+        blank[y, x] = 0
+        assert label(blank) == 0

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -56,12 +57,13 @@ def saved_bytes_per_sample(model: torch.nn.Module, x: torch.Tensor) -> int:
     return total
 
 
-def free_bytes(device: torch.device) -> int | None:
-    """Memory the device has free now (None when unknown)."""
+def free_bytes(device: torch.device, meminfo: str | Path = "/proc/meminfo") -> int | None:
+    """Memory the device has free now (None when unknown). CPU: `MemAvailable` of `meminfo` (what can be given to
+    a process without swapping, page cache included), not `MemFree` (unused pages only)."""
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
     try:
-        with open("/proc/meminfo") as f:
+        with open(meminfo) as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
