@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from typing import Any
 
 import click
@@ -32,13 +34,26 @@ Examples:
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --length 1024   # length generalisation
   ssmbench eval --evaluator score_only --model dlr --task cumsum   # the untrained model's scores
   ssmbench eval --resume runs/RUN [-o train.steps=4000]
+  ssmbench eval --model dlr --task table1 --preset paper --time-limit 3h50m   # re-run the same command to go on
+  ssmbench eval --resume runs/RUN --time-limit 45m
   ssmbench eval --model dlr --task cumsum --seeds 0,1,2 --log-samples   # three seeds; per-sample predictions
 
 \b
 Override keys (-o, repeatable): model.<key> (d_model, n_layers, d_state, ... and the mixer's own arguments),
 train.<key> (steps, lr, lr_ssm, weight_decay, batch_size, schedule, warmup_steps, eval_every, ...),
 eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed, workers), and task keys
-(L, num_shifts, ...). The run folder gets config.json, metrics.jsonl, metrics.json, checkpoints/, plots/."""
+(L, num_shifts, ...). The run folder gets config.json, metrics.jsonl, metrics.json, checkpoints/, plots/.
+
+\b
+Time limits (--time-limit or -o train.time_limit; 90s, 45m, 4h, 1h30m, 1:30:00 or seconds), counted from the start
+of the command: training stops at the last step boundary that leaves time for a checkpoint (and never starts an
+evaluation that would not finish), saves checkpoints/last.pt and exits 75 with the command that continues it; a suite
+stops the same way and continues with the same command. The limit is not part of the run (not in config.json), so
+a resumed run may take another. A run folder holds no absolute path to itself: copied elsewhere, it resumes there.
+
+\b
+Exit status: 0 finished; 1 runtime failure; 2 usage or configuration error; 75 stopped at --time-limit
+(resumable); 130 interrupted (Ctrl-C, SIGTERM; resumable)."""
 
 
 @cli.command("eval", epilog=EVAL_EPILOG)
@@ -67,6 +82,9 @@ eval.<key> (val_samples, test_samples, metric_batch_size, ...), data.<key> (seed
               "[default: runs/<task>-<model>-<time>].")
 @click.option("--runs-root", default="runs", type=click.Path(file_okay=False), help="Parent of default run folders.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="Continue an interrupted run.")
+@click.option("--time-limit", "time_limit", metavar="DURATION", help="Stop cleanly before this wall-clock limit "
+              "(90s, 45m, 4h, 1h30m, 1:30:00 or seconds) counted from the command's start: last.pt saved, exit 75, "
+              "continue with --resume (a suite: the same command) [-o train.time_limit].")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), help="Only score this checkpoint (score_only).")
 @click.option("--evaluator", default=None, help="Protocol: train_eval (default) or score_only "
               "(`ssmbench ls evaluators`).")
@@ -84,13 +102,69 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
                  preset: str, config_file: str | None, overrides: tuple[str, ...], seed: int, seeds: str | None,
                  device: str | None,
                  precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
-                 resume_dir: str | None, checkpoint: str | None, evaluator: str | None, split: str | None,
-                 logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool, quiet: bool, as_json: bool) -> None:
+                 resume_dir: str | None, time_limit: str | None, checkpoint: str | None, evaluator: str | None,
+                 split: str | None, logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool,
+                 quiet: bool, as_json: bool) -> None:
     """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
     from ..config import parse_overrides
-    from ..harness import evaluation
+    from ..harness.time_limit import TimeLimitReached
 
     keys: dict[str, Any] = parse_overrides(overrides, removable=True)
+    deadline = _deadline(time_limit, keys)  # before anything slow: a bad DURATION is one line, exit 2
+    if deadline is not None and (checkpoint or evaluator == "score_only"):
+        raise click.UsageError("--time-limit stops training runs; --checkpoint / --evaluator score_only train nothing")
+    try:
+        _eval(model, task, length, size, data, preset, config_file, keys, seed, seeds, device, precision, compile_,
+              out, runs_root, resume_dir, deadline, checkpoint, evaluator, split, logger, log_samples, force,
+              allow_noncausal, quiet, as_json)
+    except TimeLimitReached as exc:
+        _stopped(exc, as_json)
+
+
+def _deadline(flag: str | None, keys: dict[str, Any]) -> Any:
+    """The command's Deadline (counted from the process start) from --time-limit, else -o train.time_limit (taken
+    out of `keys`: the limit is no key of the run or the suite), else None; a bad DURATION is a ConfigError."""
+    from ..harness import time_limit as TL
+
+    TL.anchor_at_process_start()  # a limit from --config FILE also counts from the process start
+    raw = keys.pop("train.time_limit", None)
+    option = "train.time_limit"
+    if flag is not None:
+        raw, option = flag, "--time-limit"
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null")):
+        return None
+    return TL.Deadline(TL.parse_duration(raw, option))
+
+
+def _stopped(exc: Any, as_json: bool) -> None:
+    """A run or suite stopped at its time limit: one line with the command that continues it, exit 75."""
+    from .app import _leave_process_group
+
+    if os.environ.get("RANK", "0") == "0":
+        if exc.suite is not None:
+            again = shlex.join(["ssmbench", *sys.argv[1:]])
+            line = f"{exc.summary}; continue with: {again}"
+        else:
+            again = exc.resume_command()
+            line = f"{exc.summary}; continue with: {again}"
+        if as_json:
+            emit({"stopped": "time_limit", "exit_code": exc.exit_code, "run_dir": exc.run_dir, "suite": exc.suite,
+                  "step": exc.step, "steps": exc.steps, "continue": again}, True, "")
+        click.echo(line, err=True)
+        if exc.suite is None and exc.hint and not exc.hint.startswith("continue with"):
+            click.echo(f"hint: {exc.hint}", err=True)
+    _leave_process_group()  # every rank stopped at the same step boundary
+    sys.exit(exc.exit_code)
+
+
+def _eval(model: str | None, task: str | None, length: int | None, size: int | None, data: str | None,
+          preset: str, config_file: str | None, keys: dict[str, Any], seed: int, seeds: str | None,
+          device: str | None, precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
+          resume_dir: str | None, deadline: Any, checkpoint: str | None, evaluator: str | None, split: str | None,
+          logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool, quiet: bool,
+          as_json: bool) -> None:
+    from ..harness import evaluation
+
     if log_samples:
         keys["eval.log_samples"] = "true"
     if checkpoint and resume_dir:
@@ -104,8 +178,10 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
         raise click.UsageError("--split chooses what --checkpoint / --evaluator score_only scores; training always "
                                "selects on val and scores test")
     if resume_dir:
-        hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_)) if v is not None}
-        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger, force=force)
+        hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_), ("data.path", data))
+              if v is not None}
+        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger, force=force,
+                                   time_limit=deadline)
         _report([result], as_json)
         return
     if checkpoint:
@@ -121,7 +197,7 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
     common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
                   precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
                   allow_noncausal=allow_noncausal, evaluator=evaluator or "train_eval", split=split,
-                  force=force)
+                  force=force, time_limit=deadline)
     model = model or "dlr"
     seed_list = _seeds(seeds)
     if not seed_list and ((task and not is_suite(task)) or (data and not task)):  # --data alone: the folder's task

@@ -6,7 +6,13 @@
        folder (only now: a refused model leaves nothing behind), the training loop, metrics.json, learning curves.
 
 The resolved `RunConfig` is written to `RUN/config.json` before the first step; `evaluate(config=RunConfig.from_json
-(...))` repeats the run exactly, and `resume(RUN)` continues it from `last.pt`.
+(...))` repeats the run exactly, and `resume(RUN)` continues it from `last.pt`. Nothing in a run folder names the
+folder itself, so a folder copied to another path or machine resumes there (a folder task's dataset, recorded by
+its absolute path, is looked up by its dataset_id under the data root when that path is gone there).
+
+`time_limit=` (seconds, a DURATION such as "4h" or "1h30m", or a `time_limit.Deadline`) stops training cleanly
+before the limit with `last.pt` saved and raises `TimeLimitReached` (exit 75); `resume(RUN, time_limit=...)`
+continues. From Python the limit counts from the call; the `ssmbench eval` command counts from the process start.
 
 Example (a tiny CPU run; `quiet` silences the progress bar):
     >>> import tempfile
@@ -27,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SsmbenchError
+from . import time_limit as TL
 from .run_config import RunConfig
 from .run_folder import RunFolder, default_run_dir
 
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
-                  "hardware.threads")
+                  "hardware.threads", "train.time_limit")
 
 
 @dataclass
@@ -48,13 +55,15 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
              runs_root: str | Path = "runs", quiet: bool = False, logger: str | None = None,
              allow_noncausal: bool = False, config: RunConfig | None = None,
              data: str | Path | None = None, evaluator: str = "train_eval",
-             split: str | None = None, force: bool = False) -> EvalResult:
+             split: str | None = None, force: bool = False,
+             time_limit: TL.Deadline | float | str | None = None) -> EvalResult:
     """Train `model` on `task` with a preset and score it; the run folder is `out` or runs/<task>-<model>-<time>.
 
     `data` is the dataset folder of a folder task (ListOps, Pathfinder; default: a matching folder under the data
     root); without `task` the folder's own task is trained. `config` (a RunConfig, e.g. from a run's config.json)
     replaces every resolution argument. `evaluator` names the protocol (`ssmbench ls evaluators`); `split` is the
     split `score_only` scores; `force` trains even when the memory estimate exceeds the device's free memory.
+    `time_limit` (or `overrides={"train.time_limit": ...}`): stop before it, resumable (`TimeLimitReached`).
     """
     if task is None and config is None and data is not None:  # the folder names its task
         from ..data.build import load_manifest
@@ -71,18 +80,30 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
                                    seed=seed, allow_noncausal=allow_noncausal, data=data)
     else:
         config = config.with_overrides(hardware).validate()
+    deadline = _deadline(time_limit, config)
+    if deadline is not None and evaluator != "train_eval":
+        raise ConfigError("--time-limit", f"applies to training runs, not to the {evaluator} evaluator")
     from ..registry import evaluators
 
     options: dict[str, Any] = {"split": split} if split else {}
     if force:
         options["force"] = True
-    return evaluators.get(evaluator)().run(config, out=out, runs_root=runs_root, quiet=quiet, logger=logger,
-                                           **options)
+    with TL.scope(deadline):
+        return evaluators.get(evaluator)().run(config, out=out, runs_root=runs_root, quiet=quiet, logger=logger,
+                                               **options)
+
+
+def _deadline(time_limit: TL.Deadline | float | str | None, config: RunConfig) -> TL.Deadline | None:
+    """`time_limit` as a Deadline, else `config.train.time_limit` counted from now (from the process start under the
+    CLI), else None."""
+    return TL.as_deadline(time_limit if time_limit is not None else config.train.time_limit)
 
 
 def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quiet: bool = False,
-           logger: str | None = None, force: bool = False) -> EvalResult:
-    """Continue an interrupted run from `RUN/checkpoints/last.pt` (or extend a finished one with train.steps)."""
+           logger: str | None = None, force: bool = False,
+           time_limit: TL.Deadline | float | str | None = None) -> EvalResult:
+    """Continue an interrupted run from `RUN/checkpoints/last.pt` (or extend a finished one with train.steps);
+    `time_limit` as in `evaluate` (a limit of the run's earlier commands does not carry over)."""
     run = RunFolder(run_dir)
     if not run.config_path.exists():
         raise ConfigError("--resume", f"{run.path} is not an ssmbench run folder (no config.json)",
@@ -99,7 +120,8 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
     overrides = dict(overrides or {})
     if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
         overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
-    config = config.with_overrides(overrides).validate()
+    config = _relocate_data(config.with_overrides(overrides), explicit="data.path" in overrides).validate()
+    deadline = _deadline(time_limit, config)
     if not run.last.exists():
         raise ConfigError("--resume", f"{run.path} has no checkpoints/last.pt to resume from",
                           "start it again with `ssmbench eval` (no step was saved)")
@@ -108,7 +130,34 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
                           "pass -o train.steps=N with a larger N to extend it, or start a new run")
     if run.finished:
         run.metrics_path.replace(run.path / "metrics.previous.json")
-    return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+    with TL.scope(deadline):
+        return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+
+
+def _relocate_data(config: RunConfig, explicit: bool) -> RunConfig:
+    """A folder task's config whose dataset folder is gone from its recorded path (a run folder copied to another
+    machine): the folder with the same dataset_id directly under the data root (`$SSMBENCH_DATA` or ./data), if
+    there is one; else unchanged (the data feed then says how to point at it)."""
+    import dataclasses
+    import json
+    import logging
+
+    from ..data.build import data_root
+
+    d = config.data
+    if explicit or not d.path or not d.dataset_id or (Path(d.path) / "manifest.json").is_file():
+        return config
+    root = data_root()
+    for manifest in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        try:
+            found = json.loads(manifest.read_text()).get("dataset_id") == d.dataset_id
+        except (OSError, ValueError, AttributeError):
+            continue
+        if found:
+            logging.getLogger(__name__).warning("the run's dataset folder %s is not here; using %s (same dataset_id)",
+                                                d.path, manifest.parent)
+            return dataclasses.replace(config, data=dataclasses.replace(d, path=str(manifest.parent.resolve())))
+    return config
 
 
 def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,

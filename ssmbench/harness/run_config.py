@@ -64,6 +64,10 @@ class TrainConfig:
     """Steps between training-loss lines in metrics.jsonl."""
     grad_clip: float | None = None
     """Clip the global gradient norm (None: no clipping, as in the paper)."""
+    time_limit: float | None = None
+    """Wall-clock limit of this command in seconds (`--time-limit`; `-o` also takes 90s, 45m, 4h, 1h30m, 1:30:00):
+    stop cleanly before it, resumable (exit 75). A setting of the command, not of the run: never stored in
+    config.json or a checkpoint, so not part of the digest."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,10 @@ class HardwareConfig:
 
 
 SECTIONS = {"train": TrainConfig, "eval": EvalConfig, "data": DataConfig, "hardware": HardwareConfig}
+
+COMMAND_ONLY = (("train", "time_limit"),)
+"""Keys that belong to one command, not to the run: left out of `to_json` (config.json, checkpoints) and so of the
+digest; a resumed run may set them anew."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +237,10 @@ class RunConfig:
                               f"must exceed train.warmup_steps ({t.warmup_steps}) for the cosine schedule, got "
                               f"{total}", f"pass -o train.warmup_steps=N with N < {total}, or more steps")
         lr_factor(t.schedule, t.warmup_steps, total)  # an unknown schedule name
+        if t.time_limit is not None:
+            from .time_limit import parse_duration
+
+            parse_duration(t.time_limit, "train.time_limit")  # > 0 and finite
         if self.hardware.precision not in ("fp32", "bf16", "fp16"):
             raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
         return self
@@ -249,6 +261,8 @@ class RunConfig:
         out = dataclasses.asdict(self)
         out["task_config"] = dict(self.task_config)
         out["model_overrides"] = dict(self.model_overrides)
+        for section, key in COMMAND_ONLY:
+            out[section].pop(key, None)
         return out
 
     @classmethod
@@ -274,7 +288,12 @@ def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:
             hint = did_you_mean(key, names, f"'{name}." + "{}'") or f"; known: {', '.join(names)}"
             raise ConfigError(f"{name}.{key}", f"unknown key{hint}")
         hint = typing.get_type_hints(type(section))[key]
-        if isinstance(raw, str) and hint == (str | None) and raw.strip().lower() not in ("none", "null"):
+        if (name, key) == ("train", "time_limit") and raw is not None and \
+                not (isinstance(raw, str) and raw.strip().lower() in ("none", "null")):
+            from .time_limit import parse_duration
+
+            parsed[key] = parse_duration(raw, f"{name}.{key}")  # 90s, 45m, 1h30m, 1:30:00 or seconds
+        elif isinstance(raw, str) and hint == (str | None) and raw.strip().lower() not in ("none", "null"):
             parsed[key] = raw.strip()  # a path or an id: never parsed as JSON
         else:
             parsed[key] = parse_value(raw, hint, f"{name}.{key}")

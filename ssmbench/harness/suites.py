@@ -6,6 +6,11 @@ folder per task, so the same command finds it again: a re-run skips finished tas
 its `last.pt` and starts the rest. Progress lines on stderr say tasks done / total and the time left (from the wall
 time of the tasks finished so far); the suite ends with the `compare` table of its runs.
 
+With a time limit (`--time-limit`, `time_limit=`), the tasks share one deadline: a task stopped by it ends the suite
+(`SuiteTimeLimit`, exit 75), and a task is not started when too little time is left to set it up and save its first
+checkpoint; the same command continues the suite. The limit is not part of the suite's identity (its folder).
+suite.json records no path, so a suite folder copied elsewhere continues there with `--out`.
+
 Example:
     >>> expand_tasks("shift,cumsum")
     ['shift', 'cumsum']
@@ -27,12 +32,17 @@ from typing import Any
 from ..config import config_sha256
 from ..errors import ConfigError, SsmbenchError, UnknownNameError
 from ..registry import tasks as task_registry
+from .time_limit import Deadline, TimeLimitReached, as_deadline
 
 ALL = "all"
 
 
 class SuiteInterrupted(SsmbenchError):
     exit_code = 130
+
+
+class SuiteTimeLimit(TimeLimitReached):
+    """A suite stopped by its time limit (exit 75); the same command continues it."""
 
 
 def task_groups() -> dict[str, list[str]]:
@@ -93,7 +103,9 @@ def is_suite(text: str | None) -> bool:
 
 
 def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[str, Any]) -> Path:
-    """The suite's folder: the same command (model, tasks, preset, keys, seed) always finds the same one."""
+    """The suite's folder: the same command (model, tasks, preset, keys, seed) always finds the same one; keys of
+    the command only (`train.time_limit`) do not count."""
+    settings = _identity(settings)
     digest = config_sha256({"model": model, "label": label, **settings})[:8]
     safe = label.replace(",", "+").replace(":", "_").replace("/", "_")[:60]
     return Path(runs_root) / f"{safe}-{model.replace(':', '_').replace('/', '_')}-{digest}"
@@ -102,14 +114,22 @@ def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[s
 def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: Callable[..., Any], *,
               preset: str = "quick", runs_root: str | Path = "runs", out: str | Path | None = None,
               settings: Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None, quiet: bool = False,
-              report: Callable[[Any], None] | None = None, **kwargs: Any) -> tuple[Path, list[Any]]:
+              report: Callable[[Any], None] | None = None,
+              time_limit: Deadline | float | str | None = None, **kwargs: Any) -> tuple[Path, list[Any]]:
     """Run every task of `task_text` (with each of `seeds`, when given) in turn in one suite folder; returns
     (folder, results).
 
     `evaluate(model, task, preset, out=..., quiet=..., **kwargs)` and `resume(run_dir, quiet=..., force=...)` are
-    `ssmbench.harness.evaluation`'s (passed in, so this module stays free of torch).
+    `ssmbench.harness.evaluation`'s (passed in, so this module stays free of torch). `time_limit` (seconds, a
+    DURATION or a `Deadline`; from Python it counts from this call) is shared by all the tasks: `SuiteTimeLimit`
+    (exit 75) when it stops one or leaves too little time to start the next.
     """
     from .run_folder import RunFolder
+
+    if time_limit is None:
+        time_limit = (kwargs.get("overrides") or {}).get("train.time_limit")
+    deadline = as_deadline(time_limit)
+    timed = {"time_limit": deadline} if deadline is not None else {}
 
     names = expand_tasks(task_text)
     runs = [(name, seed) for name in names for seed in (seeds or [None])]
@@ -118,7 +138,7 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
                                                                            **(settings or {})})
     root.mkdir(parents=True, exist_ok=True)
     (root / "suite.json").write_text(json.dumps({"model": model, "tasks": names, "seeds": list(seeds or []),
-                                                 "preset": preset, "settings": dict(settings or {})},
+                                                 "preset": preset, "settings": _identity(settings or {})},
                                                 sort_keys=True, default=str))
     results: list[Any] = []
     durations: list[float] = []
@@ -128,14 +148,25 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
         _say(f"[{i}/{len(runs)} done] {label}: {_plan(run, durations, len(runs) - i)}", quiet)
         start = time.time()
         args = {**kwargs, **({"seed": seed} if seed is not None else {})}
+        done = f"suite {root}: {i}/{len(runs)} runs done"
+        if not run.finished and deadline is not None and not deadline.room_to_start():
+            raise SuiteTimeLimit(f"time limit reached before {label} ({max(0.0, deadline.left()):.0f} s left, too "
+                                 f"little to start it; {done})", "re-run the same command to continue the suite",
+                                 suite=root, limit=deadline.seconds, step=0, steps=None)
         try:
             if run.finished:
                 result = _finished(run)
             elif run.last.exists():
-                result = resume(run.path, quiet=quiet, force=kwargs.get("force", False))
+                result = resume(run.path, quiet=quiet, force=kwargs.get("force", False), **timed)
             else:
-                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args)
+                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args, **timed)
         except (KeyboardInterrupt, SsmbenchError) as exc:
+            if isinstance(exc, TimeLimitReached):
+                raise SuiteTimeLimit(f"time limit reached after step {exc.step} of {exc.steps} of {label} ({done})",
+                                     "re-run the same command to continue the suite: finished runs are skipped and "
+                                     f"{label} resumes from its last.pt", run_dir=exc.run_dir, step=exc.step,
+                                     steps=exc.steps, suite=root, limit=deadline.seconds if deadline else exc.limit) \
+                    from None
             if isinstance(exc, KeyboardInterrupt) or exc.exit_code == 130:
                 first = getattr(exc, "message", "interrupted")
                 raise SuiteInterrupted(f"{first} (suite {root}: {i}/{len(runs)} runs done)",
@@ -148,6 +179,17 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
             report(result)
     _say(f"[{len(runs)}/{len(runs)} done] suite folder: {root}", quiet)
     return root, results
+
+
+COMMAND_ONLY_KEYS = ("train.time_limit",)
+"""`-o` keys of one command, not of the suite: left out of its folder's digest and of suite.json."""
+
+
+def _identity(settings: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(settings)
+    if isinstance(out.get("overrides"), Mapping):
+        out["overrides"] = {k: v for k, v in out["overrides"].items() if k not in COMMAND_ONLY_KEYS}
+    return out
 
 
 def _plan(run: Any, durations: list[float], left: int) -> str:

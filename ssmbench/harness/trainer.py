@@ -12,11 +12,15 @@ metric states are summed across ranks before any formula. Rank 0 writes the run 
 
 SIGINT / SIGTERM (also sent to the whole process group, as cluster schedulers do; the data workers ignore them)
 end the current step or evaluation, save `last.pt` and raise `TrainingInterrupted` (exit 130); a non-finite loss
-stops the run with the last good checkpoint kept.
+stops the run with the last good checkpoint kept. With a time limit (`--time-limit`, `time_limit.Deadline`), the
+loop stops at the step boundary where the next step, the evaluation / checkpoint it is due to run (after the last
+step: the final scoring) and a checkpoint would no longer fit, saves `last.pt` and raises `TimeLimitReached`
+(exit 75).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import signal
@@ -29,6 +33,7 @@ import torch
 
 from ..errors import SsmbenchError
 from . import distributed as D
+from . import time_limit
 from .folder_feed import eval_set_for, feed_for
 from .objectives import Objective, lr_factor, objective_for
 from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32, step_and_schedule
@@ -55,6 +60,10 @@ class TrainState:
     data_wait: float = 0.0
     timed_steps: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    loss_sum: float = 0.0
+    """The training loss summed over steps and ranks since the last loss line, and its steps: a run resumed between
+    two lines (a time limit stops at any step) logs the same mean as an uninterrupted one."""
+    loss_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -195,6 +204,8 @@ def restore(loop: Loop) -> None:
     loop.optimizer.load_state_dict(ckpt["optimizer"])
     loop.scheduler.load_state_dict(ckpt["scheduler"])
     loop.state = TrainState(**ckpt["state"])
+    loop.loss_sum.fill_(loop.state.loss_sum / s.env.world_size)  # log_train sums over ranks again
+    loop.loss_count = loop.state.loss_count
     torch.set_rng_state(ckpt["rng"]["torch"])
     if s.env.device.type == "cuda" and ckpt["rng"].get("cuda") is not None:
         torch.cuda.set_rng_state(ckpt["rng"]["cuda"], s.env.device)
@@ -256,6 +267,8 @@ def validate(loop: Loop) -> None:
 def checkpoint(loop: Loop, path: Any) -> None:
     """Everything a resumed run needs, written atomically by rank 0."""
     s = loop.s
+    loop.state.loss_sum = float(D.sum_across_ranks(loop.loss_sum.clone()).item())  # every rank: a collective
+    loop.state.loss_count = loop.loss_count
     if s.env.is_main:
         save_checkpoint(path, {
             "model": s.bare.state_dict(), "optimizer": loop.optimizer.state_dict(),
@@ -288,6 +301,10 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
     loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
     t, state, env = s.cfg.train, loop.state, s.env
     first_step = state.step
+    deadline = time_limit.current(s.cfg)
+    budget = time_limit.Budget(deadline, s.cfg, time_limit.state_bytes(s.bare)) if deadline else None
+    if budget is not None and D.any_rank(not budget.fits(state.step), env.device):
+        stop_at_time_limit(loop, budget, saved=resume)  # before the data workers start
     feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
     tick = time.perf_counter()
     for step, batch in feed:
@@ -305,18 +322,50 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
             state.timed_steps += 1
         loop.bar.update(1)
         if state.step % t.eval_every == 0 or done:
-            validate(loop)
-        if state.step % (t.checkpoint_every or t.eval_every) == 0 or done:
-            checkpoint(loop, run.last)
-        if D.any_rank(stop.signum is not None, env.device):
+            with _timed(budget, "eval"):
+                validate(loop)
+        saved = state.step % (t.checkpoint_every or t.eval_every) == 0 or done
+        if saved:
+            with _timed(budget, "save"):
+                checkpoint(loop, run.last)
+        if budget is not None:
+            budget.boundary()
+        reason = _stop_reason(loop, stop, budget)
+        if reason == "signal":
             checkpoint(loop, run.last)
             raise interrupted(loop)
+        if reason == "time":
+            stop_at_time_limit(loop, budget, saved)
         tick = time.perf_counter()
     loop.bar.close()
     metrics = finish(loop)
     if D.any_rank(stop.signum is not None, env.device):  # during the final scoring: last.pt is the last step
         raise interrupted(loop)
     return metrics
+
+
+def _stop_reason(loop: Loop, stop: StopFlag, budget: time_limit.Budget | None) -> str | None:
+    """"signal" (SIGINT / SIGTERM on any rank), "time" (the next step does not fit before the time limit on some
+    rank) or None; every rank gets the same answer (one collective under torchrun)."""
+    signalled = stop.signum is not None
+    late = budget is not None and not budget.fits(loop.state.step)
+    if loop.s.env.distributed:
+        flags = D.sum_across_ranks(torch.tensor([float(signalled), float(late)], device=loop.s.env.device))
+        signalled, late = (bool(v > 0) for v in flags.tolist())
+    return "signal" if signalled else "time" if late else None
+
+
+def stop_at_time_limit(loop: Loop, budget: time_limit.Budget, saved: bool) -> None:
+    """Save last.pt (unless this step's is already saved) and raise `TimeLimitReached` (exit 75)."""
+    if not saved:
+        with budget.timed("save"):
+            checkpoint(loop, loop.run.last)
+    loop.bar.close()
+    raise time_limit.reached(budget.deadline, loop.run, loop.state.step, loop.s.cfg.train.steps, budget)
+
+
+def _timed(budget: time_limit.Budget | None, what: str) -> Any:
+    return budget.timed(what) if budget is not None else contextlib.nullcontext()
 
 
 def finish(loop: Loop) -> dict[str, Any]:
