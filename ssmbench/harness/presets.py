@@ -14,8 +14,8 @@ module lists no task names:
 
 Provenance. A base, a row or a row's task exception (`tasks.<task>`) may say where a key's value comes from:
 `provenance."<key>" = {source = "...", other = [{value = ..., source = "..."}], note = "..."}` -- the source of the
-value used, and the other readings with theirs (e.g. the paper's table where the authors' run script differs,
-tasks.md §8). `parse_paper` turns the file into typed `PaperPresets` and refuses (ConfigError) a provenance entry
+value used, and the other readings with theirs (e.g. the paper's table where the authors' run script differs: the
+script, the experiment that made the table, wins). `parse_paper` turns the file into typed `PaperPresets` and refuses (ConfigError) a provenance entry
 for a key its base / row / exception does not set, or an entry without a source. A resolved `Preset.provenance`
 holds the entries of the keys it applies, with `value` filled in; a layer that sets a key again without an entry
 drops the older entry (its text no longer describes the value). `ssmbench ls presets --verbose` prints them.

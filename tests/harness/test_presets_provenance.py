@@ -1,6 +1,6 @@
 """Paper presets carry where their values come from (issue 25, item 1): the provenance table of `paper.toml`, its
 validation at load time, what `--preset paper` resolves to where the authors' run script and the paper's tables
-differ (tasks.md §8), and `ssmbench ls presets --verbose`."""
+differ, and `ssmbench ls presets --verbose`."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_paper_file_loads_into_typed_provenance() -> None:
     entry = paper.rows["dlr_paper/atomic/dlr"].layer.provenance["train.lr"]
     assert isinstance(entry, Provenance) and entry.source.startswith(RUN_1D)
     assert entry.others == (Reading(1e-4, entry.others[0].source),) and "Table 5" in entry.others[0].source
-    assert "tasks.md §8 #30" in entry.note
+    assert "the experiment wins" in entry.note
     # a base's entries travel with its keys: every atomic row says where its 43.2K steps come from
     steps = paper.resolve("dlr_paper/atomic/attention", "cumsum")[1]["train.steps"]
     assert (steps.value, [o.value for o in steps.others]) == (43200, [40000])
