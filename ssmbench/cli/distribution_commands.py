@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -64,7 +65,9 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
 @cli.command("get", epilog="Exit code 3 when a shard differs from the catalogue (nothing is moved into place; "
              "the message names the shard, the field and this machine's library versions and CPU). A folder "
              "already there is checked file by file before it is called present. A second `get` of the same "
-             "dataset into the same TO waits for the first, then checks its folder.\n\nExamples:"
+             "dataset into the same TO waits for the first, then checks its folder. Exit code 130 on Ctrl-C or "
+             "SIGTERM (a rebuild's generate process and workers stop with it); re-run the same command to continue."
+             "\n\nExamples:"
              "\n\n\b\n  ssmbench ls datasets                       # the entries, with size and build time\n"
              "  ssmbench get shift-4096 --to data/\n  ssmbench get pathfinder-128-reference --workers 4")
 @click.argument("name")
@@ -85,10 +88,22 @@ def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: i
 
 
 def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, quiet: bool, as_json: bool) -> None:
-    from ..data.get import get_dataset
+    """Ctrl-C and SIGTERM end it with one line "interrupted ...; re-run the same command to continue", exit 130;
+    a rebuild's `generate` child and its workers end with it (also when this process is killed outright)."""
+    from ..data.get import get_dataset, sigterm_interrupts
+    from ..data.jobs import BuildInterrupted
 
-    result = get_dataset(name, to, catalog=catalogs, workers=workers, quiet=quiet,
-                         on_wait=lambda line: click.echo(line, err=True))
+    try:
+        with sigterm_interrupts():
+            result = get_dataset(name, to, catalog=catalogs, workers=workers, quiet=quiet,
+                                 on_wait=lambda line: click.echo(line, err=True))
+    except BuildInterrupted as exc:  # while rebuilding: the message says where the shards done are kept
+        click.echo(exc.message, err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: `ssmbench get {name}` stopped before it finished; re-run the same command to "
+                   "continue", err=True)
+        sys.exit(130)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     how = {"present": "already present", "downloaded": "downloaded", "built": "rebuilt here"}[result.how]

@@ -361,3 +361,84 @@ def test_two_concurrent_gets_of_one_entry_build_once_and_the_second_reuses_the_f
         assert "Traceback" not in text and text.strip().splitlines()[0].startswith("waiting for another")
         assert len(text.strip().splitlines()) == 1
     assert (root / "shift-64" / "manifest.json").exists() and not (root / ".get-shift-64").exists()
+
+
+# --- signals: the rebuild's `generate` child and its workers live and die with `get` -------------------------------
+
+def _stat(pid: int) -> tuple[int, str, str] | None:
+    """(parent pid, state, start time) of a live process, None when it is gone (a zombie counts as gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else (int(fields[1]), fields[0], fields[19])
+
+
+def _descendants(pid: int) -> dict[int, tuple[int, int]]:
+    """Every live descendant of `pid`: {pid: (depth below `pid`, start time)} (start time tells a reused pid)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for d in os.listdir("/proc"):
+        st = _stat(int(d)) if d.isdigit() else None
+        if st is not None:
+            children.setdefault(st[0], []).append((int(d), st[2]))
+    out, todo = {}, [(pid, 0)]
+    while todo:
+        parent, depth = todo.pop()
+        for child, start in children.get(parent, []):
+            out[child] = (depth + 1, start)
+            todo.append((child, depth + 1))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_signal_to_get_mid_rebuild_ends_generate_and_its_workers(tmp_path, sig):
+    """`ssmbench get shift-4096-ci` is signalled once its `generate` child's pool workers run (get -> generate ->
+    forkserver -> worker). Ctrl-C and SIGTERM: exit 130, a last line "interrupted ... re-run the same command to
+    continue", no traceback (was: exit 2 "rebuilding failed", and 143 without a word). SIGKILL: every process of
+    the rebuild is gone soon after, and the rebuild never finished (was: generate and its workers ran on as
+    orphans and completed the staging folder). Every case: nothing of the rebuild survives, and a re-run finishes."""
+    import signal
+    import time
+
+    root = tmp_path / "data"
+    staging = root / ".get-shift-4096-ci"
+    env = {k: v for k, v in os.environ.items() if k not in ("SSMBENCH_CATALOG", "SSMBENCH_DATA")}
+    err = tmp_path / "err.txt"
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "ssmbench", "get", "shift-4096-ci", "--to", str(root)],
+                                stdout=subprocess.DEVNULL, stderr=stderr, env={**env, "PYTHONSAFEPATH": "1"})
+    try:
+        tree: dict[int, tuple[int, int]] = {}
+
+        def workers_run() -> bool:
+            tree.update(_descendants(proc.pid))
+            return staging.exists() and any(depth >= 3 and _stat(p) for p, (depth, _) in tree.items())
+
+        wait_for(workers_run, "generate pool worker under `get`", [proc])
+        proc.send_signal(getattr(signal, sig))
+        rc = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = err.read_text()
+    if sig == "SIGKILL":
+        assert rc == -signal.SIGKILL
+    else:
+        last = text.strip().splitlines()[-1]
+        assert rc == 130, text
+        assert last.startswith(f"interrupted ({sig}) while rebuilding shift-4096-ci") and \
+            last.endswith("re-run the same command to continue"), text
+        assert "Traceback" not in text and "failed" not in text
+
+    def survivors() -> list[int]:
+        return [p for p, (_, start) in tree.items() if (st := _stat(p)) is not None and st[2] == start]
+
+    deadline = time.monotonic() + 60
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not survivors(), f"processes of the rebuild still running after {sig} to get: {survivors()}"
+    assert not list(staging.glob("*/manifest.json")), "the rebuild went on to the end without its parent"
+    again = ssmbench("get", "shift-4096-ci", "--to", str(root), "-q", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["how"] == "built", again.stderr
