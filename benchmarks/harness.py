@@ -9,13 +9,22 @@ For each model and setting, two measurements on the same device:
 
 Targets: harness overhead < 10 % and data waiting < 5 % (MIPS included, whose samples cost ~10 ms each at L=4096).
 
+`--feed staged loader-pinned` runs the harness twice per model: batches sent through the feed's pinned buffers
+(`ssmbench/harness/device_feed.py`, the default) and the former path (the DataLoader's pin-memory thread pins every
+worker message). On CUDA each harness row also reports the pinned host allocations made during the run
+(cudaHostAlloc calls and their time, from `torch.cuda.host_memory_stats`; the pinned cache is emptied before each
+run, as in a fresh process; a staged run makes its 2 x slots buffers at the first step, which is not timed) and
+where the data wait fell: its share on the first step of each worker message, and the longest single wait.
+
     python benchmarks/harness.py --settings quick --steps 100                  # this CPU
     python benchmarks/harness.py --settings paper quick --device cuda --steps 200   # a GPU machine
+    python benchmarks/harness.py --settings paper --device cuda --steps 150 --workers 4 --feed staged loader-pinned
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -30,6 +39,7 @@ SETTINGS = {
     "paper-mips": ("paper", "mips", None),
 }
 MODELS = ("dlr", "attention", "s4d", "lru")
+FEEDS = ("staged", "loader-pinned")
 
 
 def bare_loop(cfg, steps: int, device: torch.device) -> tuple[float, int]:
@@ -78,6 +88,44 @@ def _peak(device: torch.device) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def _empty_host_cache(device: torch.device) -> None:
+    """Return cached pinned blocks to CUDA, so that each harness run starts like a fresh process."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        empty = getattr(getattr(torch, "accelerator", None), "empty_host_cache", None)
+        if empty is not None:
+            empty()
+
+
+def _host_allocs(device: torch.device) -> tuple[int, float]:
+    """(pinned blocks created so far, microseconds spent creating them) in this process; zeros off CUDA."""
+    if device.type != "cuda" or not hasattr(torch.cuda, "host_memory_stats"):
+        return 0, 0.0
+    stats = torch.cuda.host_memory_stats()
+    return int(stats.get("num_host_alloc", 0)), float(stats.get("host_alloc_time.total", 0.0))
+
+
+@contextlib.contextmanager
+def _recorded_waits():
+    """The trainer's per-step data wait (`DeviceFeed.last_wait`), in step order, for the runs inside."""
+    from ssmbench.harness import device_feed
+
+    waits: list[float] = []
+    original = device_feed.DeviceFeed
+
+    class Recording(original):  # type: ignore[misc, valid-type]
+        def __iter__(self):
+            for item in super().__iter__():
+                waits.append(self.last_wait)
+                yield item
+
+    device_feed.DeviceFeed = Recording
+    try:
+        yield waits
+    finally:
+        device_feed.DeviceFeed = original
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--settings", nargs="+", default=["quick"], choices=sorted(SETTINGS))
@@ -85,9 +133,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--workers", type=int, default=2, help="data.workers of the harness runs")
+    ap.add_argument("--feed", nargs="+", default=["staged"], choices=FEEDS,
+                    help="how batches reach the device: the feed's pinned buffers (staged) and/or the former "
+                         "DataLoader pin-memory thread (loader-pinned); one harness run per model for each")
     ap.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = ap.parse_args()
 
+    from ssmbench.harness import device_feed
+    from ssmbench.harness.batches import auto_steps_per_message
     from ssmbench.harness.evaluation import evaluate
     from ssmbench.harness.run_config import RunConfig
 
@@ -107,21 +160,37 @@ def main() -> None:
                 print(f"skip {setting}/{model}: {exc}", file=sys.stderr)
                 continue
             bare, bare_peak = bare_loop(cfg, args.steps, device)
-            with tempfile.TemporaryDirectory() as tmp:
-                r = evaluate(config=cfg, out=f"{tmp}/run", quiet=True)
-            m = r.metrics
-            row = {"setting": setting, "task": task, "model": model, "L": cfg.task_config.get("L"),
-                   "batch": cfg.train.batch_size, "params": m["parameters"], "bare_ms": bare * 1e3,
-                   "harness_ms": m["time_per_step_s"] * 1e3, "overhead": m["time_per_step_s"] / bare - 1,
-                   "data_wait": m["data_wait_share"], "peak_mib_bare": bare_peak / 2 ** 20,
-                   "peak_mib_harness": m["peak_memory_bytes"] / 2 ** 20}
-            rows.append(row)
-            print(f"{setting:10s} {model:10s} L={row['L']:<5} B={row['batch']:<3} bare {row['bare_ms']:8.2f} ms  "
-                  f"harness {row['harness_ms']:8.2f} ms  overhead {100 * row['overhead']:+6.1f} %  "
-                  f"data wait {100 * row['data_wait']:5.1f} %  peak {row['peak_mib_harness']:8.0f} MiB", flush=True)
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(rows, f, indent=2)
+            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size)
+            for feed in args.feed:
+                device_feed.LOADER_PINS = feed == "loader-pinned"
+                _empty_host_cache(device)
+                before = _host_allocs(device)
+                with _recorded_waits() as waits, tempfile.TemporaryDirectory() as tmp:
+                    r = evaluate(config=cfg, out=f"{tmp}/run", quiet=True)
+                device_feed.LOADER_PINS = False
+                after = _host_allocs(device)
+                m = r.metrics
+                timed = waits[1:]  # the trainer does not time the first step (worker start-up)
+                row = {"setting": setting, "task": task, "model": model, "feed": feed, "L": cfg.task_config.get("L"),
+                       "batch": cfg.train.batch_size, "params": m["parameters"], "bare_ms": bare * 1e3,
+                       "harness_ms": m["time_per_step_s"] * 1e3, "overhead": m["time_per_step_s"] / bare - 1,
+                       "data_wait": m["data_wait_share"], "peak_mib_bare": bare_peak / 2 ** 20,
+                       "peak_mib_harness": m["peak_memory_bytes"] / 2 ** 20, "steps_per_message": k,
+                       "wait_at_message_starts": (sum(w for i, w in enumerate(timed, 1) if i % k == 0)
+                                                  / max(1e-12, sum(timed))),
+                       "longest_wait_ms": 1e3 * max(timed, default=0.0),
+                       "host_allocs": after[0] - before[0], "host_alloc_ms": (after[1] - before[1]) / 1e3}
+                rows.append(row)
+                extra = (f"  pinned allocs {row['host_allocs']:3d} ({row['host_alloc_ms']:7.1f} ms)"
+                         if device.type == "cuda" else "")
+                print(f"{setting:10s} {model:10s} {feed:13s} L={row['L']:<5} B={row['batch']:<3} "
+                      f"bare {row['bare_ms']:8.2f} ms  harness {row['harness_ms']:8.2f} ms  "
+                      f"overhead {100 * row['overhead']:+6.1f} %  data wait {100 * row['data_wait']:5.1f} % "
+                      f"(at message starts {100 * row['wait_at_message_starts']:3.0f} %, longest "
+                      f"{row['longest_wait_ms']:6.1f} ms)  peak {row['peak_mib_harness']:8.0f} MiB{extra}", flush=True)
+                if args.json_out:  # after every row: a run stopped by a time limit keeps what it measured
+                    with open(args.json_out, "w") as f:
+                        json.dump(rows, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ import torch
 from ..errors import SsmbenchError
 from . import distributed as D
 from . import time_limit
-from .folder_feed import eval_set_for, feed_for
+from .device_feed import train_feed
+from .folder_feed import eval_set_for
 from .objectives import Objective, lr_factor, objective_for
 from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32, step_and_schedule
 from .run_config import RunConfig
@@ -305,10 +306,9 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
     budget = time_limit.Budget(deadline, s.cfg, time_limit.state_bytes(s.bare)) if deadline else None
     if budget is not None and D.any_rank(not budget.fits(state.step), env.device):
         stop_at_time_limit(loop, budget, saved=resume)  # before the data workers start
-    feed = feed_for(s.cfg, state.step, env, pin_memory=env.device.type == "cuda")
+    feed = train_feed(s.cfg, state.step, env)  # batches on the device, through pinned buffers on CUDA
     tick = time.perf_counter()
     for step, batch in feed:
-        got = time.perf_counter()
         train_step(loop, batch)
         state.step = step + 1
         done = state.step == t.steps
@@ -317,7 +317,7 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
         if env.device.type == "cuda" and (state.step % 50 == 0 or done):
             torch.cuda.synchronize(env.device)
         if step > first_step:  # the first step of a process pays for worker start-up and allocator warm-up
-            state.data_wait += got - tick
+            state.data_wait += feed.last_wait  # waiting for the workers only, not for the device
             state.train_time += time.perf_counter() - tick
             state.timed_steps += 1
         loop.bar.update(1)
