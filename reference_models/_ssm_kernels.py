@@ -189,7 +189,12 @@ def ssm_hint(param: torch.nn.Parameter, hint: dict) -> torch.nn.Parameter:
 
 def conv_layer(x: torch.Tensor, kernel_fn, D: torch.Tensor, *, bidirectional: bool,
                max_kernel_length: int | None, mask: torch.Tensor | None) -> torch.Tensor:
-    """The long-convolution mixer GELU(K * u + D u) shared by DLR, DSS_EXP and S4D.
+    """The long-convolution mixer GELU(K * u + D u) shared by DLR, DSS_EXP, S4D, S4 and SGConv.
+
+    The FFT runs along the last dimension, on the (B, H, L) view; its output is laid out once as x (one copy, in
+    x's dtype), so that D u, GELU, their backward and the layers after read memory in order. Applied to the
+    transposed view instead, every one of them ran strided: an SGConv layer's forward+backward took 7-26 % longer
+    on the CPU (benchmarks/conv_layout.py), and GELU took ATen's scalar erf (outputs differ by float32 rounding).
 
     Args:
         x: (B, L, H). kernel_fn: length -> (C_k, H, length) real kernels (C_k = 2 when bidirectional).
@@ -201,4 +206,5 @@ def conv_layer(x: torch.Tensor, kernel_fn, D: torch.Tensor, *, bidirectional: bo
     L_k = min(L, max_kernel_length) if max_kernel_length else L
     k = kernel_fn(L_k)  # (C_k, H, L_k)
     y = fft_conv(x.transpose(1, 2), k[0], k[1] if bidirectional else None)  # (B, H, L)
-    return F.gelu(y.transpose(1, 2).to(x.dtype) + D * x)  # (B, L, H)
+    y = torch.empty_like(x).copy_(y.transpose(1, 2))  # (B, L, H), in x's dtype and memory layout
+    return F.gelu(y + D * x)  # (B, L, H)
