@@ -143,6 +143,8 @@ class DeviceFeed:
               stop: threading.Event) -> None:
         """The helper thread: next batch of the CPU feed -> a free buffer, once the GPU has released it -> `ready`."""
         try:
+            if self.device.type == "cuda" and self.device.index is not None:
+                torch.cuda.set_device(self.device)  # a new thread's device is 0: no context on another rank's GPU
             while item is not None and not stop.is_set():
                 step, batch = item
                 slot = _get(free, stop)

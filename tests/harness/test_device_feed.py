@@ -170,3 +170,13 @@ def test_the_trainer_takes_its_data_wait_from_the_feed(tmp_path, monkeypatch):
         "eval.val_samples": 4, "eval.test_samples": 4, "eval.metric_batch_size": 4, "data.workers": 0})
     timed = 3  # the first step is not timed
     assert r.metrics["data_wait_share"] * r.metrics["train_time_s"] == pytest.approx(0.5 * timed)
+
+
+def test_the_helper_thread_works_on_the_feeds_gpu(monkeypatch):
+    """A new thread's current CUDA device is 0: under torchrun, rank 1's helper must not touch (and so open a
+    context on) GPU 0, as the DataLoader's pin thread also sets its device."""
+    seen = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: seen.append((threading.current_thread().name, d)))
+    steps = [(s, {"inputs": torch.zeros(2), "targets": torch.zeros(1)}) for s in range(3)]
+    assert [s for s, _ in _LateCopies(steps, torch.device("cuda", 1), slots=2)] == [0, 1, 2]
+    assert seen == [("ssmbench-staging", torch.device("cuda", 1))]
