@@ -154,10 +154,12 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     extra = extra_overrides(ctx.args)
     task_obj, config, note = resolve_config(task, length=length, size=size, preset=preset,
                                             config_file=config_file, overrides=[*overrides, *extra])
-    from ..data.build import data_root, generate_dataset, plan_build
+    from ..data.build import check_fits, data_root, generate_dataset, plan_build
     from ..data.shards import parse_split
 
     split_map = parse_split(split) if split else None
+    if not dry_run:  # before the plan: millions of shards take minutes to plan
+        check_fits(task_obj.name, config, out, n, split_map, seed, codec)
     plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
     est = None
     if not quiet or dry_run:

@@ -27,7 +27,7 @@ from ..registry import disable_svml, get_task
 from ..seeding import SEED_SCHEME, keys_for
 from .jobs import BuildInterrupted, interrupts
 from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
-from .progress import check_space, finalized, shards_present, space_needed, sweep
+from .progress import check_fits_before_planning, check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
 from .shards import (
     FORMAT_VERSION,
@@ -203,6 +203,16 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
     return plan
 
 
+def check_fits(task_name: str, config: Any, out: str | Path | None = None, n: int | None = None,
+               split: Mapping[str, float] | None = None, seed: int = 0, codec: str | None = None) -> None:
+    """Refuse (`space.DiskFullError`, one line naming the size and the free space) a build that cannot fit the free
+    disk space of its folder, before its shard plan is made (`progress.check_fits_before_planning`)."""
+    task = get_task(task_name)
+    sizes = split_sizes(n if n is not None else task.default_n, split or task.default_split)
+    check_fits_before_planning(data_root(out) / dataset_name(task, config), task, config, sum(sizes.values()),
+                               seed, codec)
+
+
 def _check_folder(path: Path, plan: BuildPlan, overwrite: bool) -> None:
     """Refuse to mix datasets: an existing folder must hold this very build (or be empty).
 
@@ -254,6 +264,7 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
 
     disable_svml()
     if plan is None:
+        check_fits(task, config, out, n, split, seed, codec)
         plan = plan_build(task, config, n, split, seed, samples_per_shard, codec)
     path = data_root(out) / plan.name
     estimates = dict(estimate or {})
@@ -420,10 +431,27 @@ def _rows_of(survivors: dict[str, np.ndarray] | None, shard: ShardSpec) -> np.nd
     return full
 
 
+def _near_names(missing: Path) -> str:
+    """"; did you mean ...?" naming dataset folders beside `missing` with a similar name, or ""."""
+    import difflib
+
+    parent = missing.parent
+    try:
+        names = [p.name for p in parent.iterdir() if (p / "manifest.json").is_file()] if parent.is_dir() else []
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(missing.name, names, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(str(parent / n) for n in close)}?" if close else ""
+
+
 def load_manifest(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     target = path / "manifest.json" if path.is_dir() or not path.suffix else path
     if not target.exists():
+        folder = path if path.is_dir() or not path.suffix else path.parent
+        if not folder.exists():
+            raise DatasetError(f"{folder} does not exist{_near_names(folder)}",
+                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
         if path.is_dir() and (path / ".build" / "plan.json").exists():
             raise DatasetError(f"{path} is incomplete: it has no manifest.json yet",
                                "re-run the generate command that built it to finish it")

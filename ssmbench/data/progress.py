@@ -79,6 +79,37 @@ def check_space(folder: Path, plan: Any, task: Any, config: Any, workers: int, e
     check_free_space(folder, int(estimates["peak_bytes"] * remaining(folder, plan)))
 
 
+PROBE_N = 64
+"""Samples of the small plan whose written probe gives the stored bytes per sample for `check_fits_before_planning`."""
+
+
+def check_fits_before_planning(folder: Path, task: Any, config: Any, total: int, seed: int = 0,
+                               codec: str | None = None) -> None:
+    """Refuse (`space.DiskFullError`) a build of `total` samples whose shards cannot fit the free space of
+    `folder`'s file system, before its shard plan is made (planning millions of shards takes minutes).
+
+    The raw size (the spec's bytes per sample x samples; twice for a de-duplicated task, whose candidates stay
+    until finalize) settles it when it fits. Otherwise the stored bytes per sample of a probe shard written with the
+    build's own settings (`estimate.estimate_build` of a PROBE_N-sample plan: the codec compresses) decide, less
+    what finished shards already in `folder` hold (a resumed build needs only the rest). `check_space` checks the
+    plan itself again later, finished shards and metadata counted exactly.
+    """
+    from .space import check_free_space, check_writable, free_bytes
+
+    factor = 2.02 if task.deduplicate else 1.0
+    free = free_bytes(folder)
+    if task.spec(config).bytes_per_sample() * total * factor <= free:
+        return
+    check_writable(folder)  # a read-only or virtual file system reports 0 B free: say that instead
+    from .build import plan_build
+    from .estimate import estimate_build
+
+    probe = plan_build(task.name, config, n=PROBE_N, seed=seed, codec=codec)
+    per_sample = float(estimate_build(task, config, probe, workers=1)["per_sample_bytes"])
+    done = sum(f.stat().st_size for f in folder.glob("*/shard-*.h5")) if folder.is_dir() else 0
+    check_free_space(folder, int(per_sample * total * factor) - done)  # the message of a planned build's check
+
+
 def space_needed(folder: Path, plan: Any, estimates: Mapping[str, Any]) -> tuple[int, bool]:
     """(bytes, is_upper_bound): about how many more bytes the build needs, from the estimate if there is one,
     else from the bytes per sample of the shards written so far, else the raw upper bound."""

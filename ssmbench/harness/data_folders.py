@@ -38,6 +38,27 @@ def _full_config(task: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return to_plain(resolve(task, values)[0])
 
 
+def check_metric_batches(metric_batch_size: int, counts: Mapping[str, tuple[int, str]]) -> None:
+    """Refuse (ConfigError) a split scored on fewer samples than `eval.metric_batch_size`: the per-batch metrics
+    (`*_batchavg`) average complete virtual batches only, so with none every one of them would read nan.
+
+    `counts`: split -> (samples scored, where that number comes from, for the message); 0 samples: not scored.
+
+    >>> check_metric_batches(16, {"val": (16, ""), "test": (0, "")})  # enough; an unscored split is fine
+    >>> check_metric_batches(16, {"val": (8, "eval.val_samples = 8")})
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: eval.metric_batch_size: 16 is more than the 8 val samples scored (eval.val_samples = 8): no complete virtual batch, so every per-batch metric (*_batchavg) would read nan
+    """
+    for split, (n, source) in counts.items():
+        if 0 < n < metric_batch_size:
+            more = f"-o eval.{split}_samples={metric_batch_size} (or more)" if source.startswith("eval.") else \
+                f"use a folder with at least {metric_batch_size} {split} samples"
+            raise ConfigError("eval.metric_batch_size", f"{metric_batch_size} is more than the {n} {split} samples "
+                              f"scored ({source}): no complete virtual batch, so every per-batch metric (*_batchavg) "
+                              "would read nan", f"pass -o eval.metric_batch_size={n} (or less), or {more}")
+
+
 def folder_size(path: str | Path) -> int | None:
     """The `size` of a folder's config (None when unreadable): lets `--data` pick the paper preset's family."""
     try:
@@ -125,6 +146,10 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
                                f"(`{generate_command(task, dict(explicit), n_hint)}`), or drop the "
                                "option to train on this folder's data")
     _warn_if_not_comparable(cfg, path, folder_config)
+    held = {s: int(manifest["splits"][s]["num_samples"]) for s in ("val", "test")}
+    asked = {"val": cfg.eval.val_samples, "test": cfg.eval.test_samples}
+    check_metric_batches(cfg.eval.metric_batch_size, {s: (min(asked[s], held[s]), f"all {held[s]} of {path}")
+                                                      for s in held if asked[s] > held[s]})
     data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.get("dataset_id"))
     return dataclasses.replace(cfg, task_config=folder_config, data=data_section)
 

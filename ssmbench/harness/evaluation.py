@@ -18,7 +18,7 @@ Example (a tiny CPU run; `quiet` silences the progress bar):
     >>> import tempfile
     >>> r = evaluate("dlr", "cumsum", overrides={"L": 32, "train.steps": 4, "train.eval_every": 2,
     ...              "model.d_model": 8, "model.d_state": 32, "eval.val_samples": 8, "eval.test_samples": 8,
-    ...              "data.workers": 0}, out=tempfile.mkdtemp() + "/run", quiet=True)
+    ...              "eval.metric_batch_size": 4, "data.workers": 0}, out=tempfile.mkdtemp() + "/run", quiet=True)
     >>> sorted(r.metrics["test"])[:3], (r.run_dir / "metrics.json").exists()
     (['mse', 'n', 'n_batches_batchavg'], True)
 """

@@ -227,6 +227,10 @@ class RunConfig:
                                  ("hardware.threads", self.hardware.threads or 1, 1)):
             if value < low:
                 raise ConfigError(name, f"must be >= {low}, got {value}")
+        from .data_folders import check_metric_batches
+
+        check_metric_batches(e.metric_batch_size, {s: (n, f"eval.{s}_samples = {n}") for s, n in
+                                                   (("val", e.val_samples), ("test", e.test_samples))})
         if t.lr <= 0:
             raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
         if t.grad_clip is not None and t.grad_clip <= 0:

@@ -35,7 +35,8 @@ def test_generate_eval_and_evaluate_resolve_the_same_pathfinder_config(tmp_path,
     assert to_plain(resolve_config("pathfinder", size=size, overrides=["num_distractors=3"])[1]) == built
     # ssmbench.evaluate's resolution finds that folder under the data root and takes its config
     monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "data"))
-    cfg = RunConfig.resolve("dlr", "pathfinder", size=size, overrides={"task.num_distractors": 3})
+    cfg = RunConfig.resolve("dlr", "pathfinder", size=size, overrides={"task.num_distractors": 3,
+                                                                       "eval.metric_batch_size": 1})  # 1 val sample
     assert dict(cfg.task_config) == built and Path(cfg.data.path) == folder.resolve()
     # -o size=S on a run of the 128 preset (the --resume / --checkpoint path) gives the same config
     base = RunConfig(task="pathfinder", task_config=to_plain(resolve("pathfinder", {"size": 128})[0]), model="dlr")
@@ -43,7 +44,7 @@ def test_generate_eval_and_evaluate_resolve_the_same_pathfinder_config(tmp_path,
     # and `ssmbench eval --size S` (scoring the untrained model: resolution and folder lookup, no training)
     run = ssmbench(tmp_path, "eval", "--evaluator", "score_only", "--model", "dlr", "--task", "pathfinder",
                    "--size", str(size), "-o", "num_distractors=3", "-o", "model.d_model=4", "-o", "model.n_layers=1",
-                   "-o", "eval.test_samples=1", "-o", "data.workers=0", "--split", "test", "-q", "--out", "run")
+                   "-o", "eval.test_samples=1", "-o", "eval.metric_batch_size=1", "-o", "data.workers=0", "--split", "test", "-q", "--out", "run")
     assert run.returncode == 0, run.stderr
     stored = json.loads((tmp_path / "run" / "config.json").read_text())
     assert stored["task_config"] == built and Path(stored["data"]["path"]) == folder.resolve()

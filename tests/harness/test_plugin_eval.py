@@ -33,7 +33,7 @@ def ssmbench(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Completed
 
 
 TINY = ["-o", "train.steps=6", "-o", "train.eval_every=3", "-o", "eval.val_samples=8", "-o", "eval.test_samples=8",
-        "-o", "model.d_model=8", "-o", "data.workers=0", "-q", "--json"]
+        "-o", "eval.metric_batch_size=4", "-o", "model.d_model=8", "-o", "data.workers=0", "-q", "--json"]
 
 
 @pytest.mark.parametrize("task, metric", [("running_mean", "r2"), ("residues", "accuracy")])
