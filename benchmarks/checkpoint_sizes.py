@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 TASK = {"atomic": ("cumsum", 4096), "atomic512": ("cumsum", 512)}
-SMALL = {"eval.val_samples": 16, "eval.test_samples": 16, "eval.batch_size": 2, "train.batch_size": 2,
+SMALL = {"eval.val_samples": 16, "eval.test_samples": 16, "eval.batch_size": 2, "eval.metric_batch_size": 2,
+         "train.batch_size": 2,
          "data.workers": 0}
 
 
