@@ -116,9 +116,8 @@ MUTATIONS: list[Mutation] = [
              (M + "test_pathfinder_lra_oracle_requires_both_circles_drawn",),
              "oracle no longer requires both circles drawn"),
     # -------------------------------------------------------------------- compare, get, catalog, verify, transfer
-    # Killed by another engineer's tests; original texts as in the working tree when this list was written. The four
-    # get.py entries keep their b1fffb6 text: get.py was rewritten since (check_against_entry reads the shard files),
-    # so they report "stale, needs update" until someone maps each onto the new code.
+    # Killed by another engineer's tests. get.py was rewritten since b1fffb6 (check_against_entry reads the shard
+    # files): each get.py entry applies the b1fffb6 defect to the new code.
     Mutation("compare.py:43", "ssmbench/harness/compare.py",
              '("device", "compile",\n' + " " * 93 + '"threads"),', '("device", "compile"),',
              ("tests/harness/test_compare.py::test_a_short_run_never_replaces_a_long_one_and_seeds_are_averaged",),
@@ -128,20 +127,21 @@ MUTATIONS: list[Mutation] = [
              ("tests/harness/test_compare.py::test_a_short_run_never_replaces_a_long_one_and_seeds_are_averaged",),
              "mean replaced by the last seed's value"),
     Mutation("get.py:99", "ssmbench/data/get.py",
-             'if fields or not want.get("content"):', "if fields:",
+             'if not want.get("content"):\n            raise', 'if False:\n            raise',
              ("tests/data/test_get.py::test_other_bytes_without_content_hashes_are_refused",),
              "sha256 mismatch accepted without content hashes"),
     Mutation("get.py:106", "ssmbench/data/get.py",
-             'if entry.content_digest and manifest["content_digest"] != entry.content_digest:', "if False:",
+             'if entry.content_digest and manifest.get("content_digest") != entry.content_digest:', "if False:",
              ("tests/data/test_get.py::test_a_content_digest_other_than_the_entrys_is_refused",),
              "content digest check skipped"),
     Mutation("get.py:138", "ssmbench/data/get.py",
-             "checked, notes = check_against_entry(dest, entry) if entry.shards else ([], [])",
+             "checked, notes = _check_present(dest, entry, workers)",
              "checked, notes = [], []",
              ("tests/data/test_get.py::test_get_on_a_present_folder_reads_its_shard_files",),
              "present folder not checked"),
     Mutation("get.py:87", "ssmbench/data/get.py",
-             'unlisted = sorted(set(built) - {sh["path"] for sh in entry.shards})', "unlisted = []",
+             'unlisted = sorted((set(manifest["_shards"]) | on_disk) - {sh["path"] for sh in entry.shards})',
+             "unlisted = []",
              ("tests/data/test_get.py::test_a_shard_the_entry_does_not_list_is_refused",),
              "extra shards ignored"),
     Mutation("catalog.py:133", "ssmbench/data/catalog.py",
