@@ -183,12 +183,35 @@ def catalog_files(catalog: str | Path | Sequence[str | Path] | None = None, env:
     return unique
 
 
-def load_catalog(catalog: str | Path | Sequence[str | Path] | None = None, env: bool = True) -> Catalog:
-    """The built-in catalogue merged with the user's; a name found in two catalogues is a ConfigError."""
+def _builtin_file() -> Any:
+    """The packaged catalogue, `ssmbench/catalog.json` (a Traversable: a path, or a member of a zip)."""
     from importlib import resources
 
+    return resources.files("ssmbench").joinpath("catalog.json")
+
+
+def _read_builtin() -> dict[str, CatalogEntry]:
+    """The built-in catalogue's entries; a damaged installation (the file missing, truncated, not a catalogue) is a
+    one-line DatasetError (exit 2) that says to reinstall, never a traceback."""
+    file = _builtin_file()
+    fix = ("this ssmbench installation is damaged: reinstall it (pip install --force-reinstall --no-deps ssmbench; "
+           "in a checkout: git checkout ssmbench/catalog.json)")
+    try:
+        obj = json.loads(file.read_text())
+    except OSError as exc:
+        raise DatasetError(f"the built-in catalogue {file} cannot be read ({exc.strerror or exc}); {fix}") from None
+    except ValueError as exc:  # truncated, or not UTF-8
+        raise DatasetError(f"the built-in catalogue {file} is not valid JSON ({exc}); {fix}") from None
+    try:
+        return parse_catalog(obj, BUILTIN)
+    except ConfigError as exc:
+        raise DatasetError(f"the built-in catalogue {file} is not a catalogue ({exc.message}); {fix}") from None
+
+
+def load_catalog(catalog: str | Path | Sequence[str | Path] | None = None, env: bool = True) -> Catalog:
+    """The built-in catalogue merged with the user's; a name found in two catalogues is a ConfigError."""
     merged = Catalog()
-    builtin = parse_catalog(json.loads(resources.files("ssmbench").joinpath("catalog.json").read_text()), BUILTIN)
+    builtin = _read_builtin()
     sources = [(BUILTIN, builtin)] + [(str(p), _read(p)) for p in catalog_files(catalog, env)]
     for origin, entries in sources:
         merged.files.append(origin)

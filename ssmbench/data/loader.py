@@ -62,12 +62,13 @@ from typing import Any
 import numpy as np
 
 from ..api import Field, Spec
-from ..errors import DatasetError
+from ..errors import DatasetError, VerificationError
 from .chunk_rows import file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
 
-__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS"]
+__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS",
+           "DamagedDataError", "check_shard_files"]
 
 TRANSFORMS = ("model", "compact", "numpy")
 _REQUIRED = ("format", "task", "task_version", "spec", "splits", "config")
@@ -96,6 +97,59 @@ def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str
         folder = resolve_dataset(path, download=download, split=split)
     return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,
                          expect_config=expect_config, max_open_files=max_open_files)
+
+
+class DamagedDataError(DatasetError, VerificationError):
+    """A shard that is missing, of the wrong size, fails its sha256 or cannot be decoded: exit 3, as `ssmbench
+    verify` (a VerificationError), still caught by `except DatasetError` as before."""
+
+    exit_code = 3
+
+
+_HASHED: dict[tuple[str, int, int], str] = {}
+"""sha256 of the shard files this process has hashed, by (path, size, mtime in ns): a file is hashed once."""
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHED:
+        with open(path, "rb") as f:
+            _HASHED[key] = hashlib.file_digest(f, "sha256").hexdigest()
+    return _HASHED[key]
+
+
+def check_shard_files(root: str | Path, shards: Sequence[Mapping[str, Any]], workers: int | None = None) -> None:
+    """Size and sha256 of each shard file (manifest entries: path, num_bytes, sha256) against the manifest, hashed
+    in `workers` threads (default: up to 4; each file once per process); a one-line `DamagedDataError` (exit 3)
+    naming the first that differs and `ssmbench verify`. What a run does before its first step, on the shards it
+    will read: a damaged file is refused even where its damaged rows would not be drawn. `ssmbench verify --deep`
+    (the decoded content) stays the full check."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = Path(root)
+    for sh in shards:
+        file = root / sh["path"]
+        if not file.is_file():
+            raise DamagedDataError(f"{root}: shard {sh['path']} is missing; run `ssmbench verify {root}`, then "
+                                   "re-download or rebuild the folder")
+        if sh.get("num_bytes") is not None and file.stat().st_size != sh["num_bytes"]:
+            raise DamagedDataError(f"{root}: shard {sh['path']} has {file.stat().st_size} bytes, the manifest says "
+                                   f"{sh['num_bytes']} (truncated or replaced); run `ssmbench verify {root}`, then "
+                                   "re-download or rebuild the folder")
+    hashed = [sh for sh in shards if sh.get("sha256")]
+    pool = ThreadPoolExecutor(max(1, workers or min(4, os.cpu_count() or 1)))  # file reads and sha256 free the GIL
+    try:
+        got = list(pool.map(lambda sh: _sha256(root / sh["path"]), hashed))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    for sh, sha in zip(hashed, got, strict=True):
+        if sha != sh["sha256"]:
+            raise DamagedDataError(f"{root}: shard {sh['path']} is damaged (its sha256 {sha[:12]}... is not the "
+                                   f"manifest's {sh['sha256'][:12]}...); run `ssmbench verify {root}`, then "
+                                   "re-download or rebuild the folder")
 
 
 def _spec_from_json(obj: Mapping[str, Any]) -> Spec:
@@ -160,12 +214,12 @@ def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_tas
                 raise DatasetError(f"{root}: {shard['path']} was left out by a partial download",
                                    f"fetch the {split} split: ssmbench download {manifest.get('name', root.name)} "
                                    f"--split {split} --to {root.parent}")
-            raise DatasetError(f"{root}: shard {shard['path']} is missing",
-                               f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
+            raise DamagedDataError(f"{root}: shard {shard['path']} is missing",
+                                   hint=f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
         if file.stat().st_size != shard["num_bytes"]:
-            raise DatasetError(f"{root}: {shard['path']} has {file.stat().st_size} bytes, the manifest says "
-                               f"{shard['num_bytes']} (truncated or replaced)",
-                               f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
+            raise DamagedDataError(f"{root}: {shard['path']} has {file.stat().st_size} bytes, the manifest says "
+                                   f"{shard['num_bytes']} (truncated or replaced)",
+                                   hint=f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
     if start != info.get("num_samples"):
         raise DatasetError(f"{root}/manifest.json: the {split} shards cover {start} samples, the split has "
                            f"{info.get('num_samples')}", "re-download or regenerate the dataset")
@@ -212,6 +266,8 @@ class FolderDataset:
         self._shape = {k: tuple(stored[k]["shape"]) for k in self._read}
         shards = manifest["splits"][split]["shards"]
         self._paths = np.array([s["path"] for s in shards], dtype=np.str_)  # (S,) fixed-width strings, no objects
+        self._sizes = np.array([s.get("num_bytes", -1) for s in shards], dtype=np.int64)  # (S,) -1: not recorded
+        self._sha256 = np.array([s.get("sha256") or "" for s in shards], dtype=np.str_)  # (S,) "": not recorded
         self.shard_starts = np.array([0] + [s["sample_stop"] for s in shards], dtype=np.int64)  # (S + 1,)
         self.max_open_files = max(1, int(max_open_files))
         self._files: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
@@ -255,6 +311,19 @@ class FolderDataset:
             return [self.transform({k: v[i] for k, v in batch.items()}) for i in range(len(batch["sample_index"]))]
         return Batch.of(batch, self._plan)
 
+    def shards_of(self, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The sorted shard numbers that hold the samples `indices` (non-negative) of this split."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        return np.unique(np.searchsorted(self.shard_starts, idx, side="right") - 1)
+
+    def check_files(self, shards: Sequence[int] | np.ndarray | None = None, workers: int | None = None) -> None:
+        """`check_shard_files` on these shards (numbers, default all) of the split: size and sha256 against the
+        manifest, before any is read; a `DamagedDataError` (exit 3) naming the first that differs."""
+        chosen = range(len(self._paths)) if shards is None else sorted({int(s) for s in shards})
+        check_shard_files(self.root, [{"path": str(self._paths[s]), "sha256": str(self._sha256[s]) or None,
+                                       "num_bytes": int(self._sizes[s]) if self._sizes[s] >= 0 else None}
+                                      for s in chosen], workers)
+
     # -------------------------------------------------------------------------------------------------- reading
     def read_rows(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
         """The stored arrays of `indices` (in the order given), plus "sample_index": {name: (B, *shape)}."""
@@ -272,7 +341,7 @@ class FolderDataset:
             try:
                 self._read_shard(int(s), sel, idx[sel] - self.shard_starts[s], out)
             except OSError as exc:  # a checksum (fletcher32) or decompression failure: the file is damaged
-                raise DatasetError(f"cannot read {self.root / str(self._paths[s])} ({str(exc).splitlines()[0]}): "
+                raise DamagedDataError(f"cannot read {self.root / str(self._paths[s])} ({str(exc).splitlines()[0]}): "
                                    f"the file is damaged; run `ssmbench verify {self.root} --deep`, then "
                                    "re-download or rebuild the folder") from None
         out["sample_index"] = idx
@@ -310,7 +379,7 @@ class FolderDataset:
                 raise DatasetError(f"cannot open {path} ({reason}): this process already holds it through another "
                                    "h5py handle opened with other settings (e.g. h5py.File(path) without "
                                    "locking=False); close that handle first") from None
-            raise DatasetError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
+            raise DamagedDataError(f"cannot open {path} ({reason}): it is not a readable HDF5 file; run `ssmbench "
                                f"verify {self.root}`, then re-download or rebuild the folder") from None
         fd = file_descriptor(f)
         datasets = {k: (f[k][()] if self._shape[k] == () else rows_reader((f, k), fd)) for k in self._read}

@@ -101,6 +101,9 @@ def iterate_loader(loader: Any) -> Iterator[Any]:
     whose clean-up terminates them with SIGTERM and then waits for them: an iterator kept alive by an exception's
     traceback would hang the exit. `_shutdown_workers` is what the iterator's own `__del__` calls.
     """
+    from ..data.ring import start_workers_or_read_here
+
+    start_workers_or_read_here(loader)  # a full /dev/shm: read in this process, with a warning, not a traceback
     it = iter(loader)
     try:
         yield from it

@@ -110,6 +110,14 @@ class FolderSteps:
     def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
         return self.ds.collate(self.ds.__getitems__(self.indices(step)))
 
+    def shards_for(self, start_step: int, stop_step: int) -> np.ndarray:
+        """The train shards this rank reads in steps [start_step, stop_step): all of them from a whole epoch on."""
+        if stop_step - start_step >= self.steps_per_epoch:
+            return np.arange(len(self.ds.shard_starts) - 1)
+        if stop_step <= start_step:
+            return np.zeros(0, dtype=np.int64)
+        return self.ds.shards_of(np.concatenate([self.indices(s) for s in range(start_step, stop_step)]))
+
 
 class FolderFeed:
     """Iterate (step, batch) for steps [start_step, stop_step) of a folder, read by `workers` processes."""
@@ -121,6 +129,10 @@ class FolderFeed:
         self.start, self.stop, self.steps = start_step, stop_step, steps
         self.loader = step_loader(steps, range(start_step, stop_step), workers, prefetch, pin_memory)
 
+    def check_files(self) -> None:
+        """Size and sha256 of the train shards these steps read, against the manifest (`DamagedDataError`, exit 3)."""
+        self.steps.ds.check_files(self.steps.shards_for(self.start, self.stop))
+
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         from .batches import iterate_loader
 
@@ -130,15 +142,17 @@ class FolderFeed:
 
 @contextmanager
 def worker_errors_in_one_line() -> Iterator[None]:
-    """A DatasetError raised in a DataLoader worker (a damaged shard) comes back wrapped in the worker's traceback
-    text; re-raise it as the one line it was."""
+    """A DatasetError raised in a DataLoader worker (a damaged shard: `DamagedDataError`, exit 3) comes back as an
+    exception of its type whose text is the worker's traceback; re-raise it as the one line it was."""
     try:
         yield
     except DatasetError as exc:
-        lines = [line for line in str(exc).splitlines() if line.startswith("ssmbench.errors.DatasetError: ")]
+        kind = type(exc)
+        prefix = f"{kind.__module__}.{kind.__qualname__}: "
+        lines = [line for line in str(exc).splitlines() if line.startswith(prefix)]
         if not lines:
             raise
-        raise DatasetError(lines[-1].split(": ", 1)[1]) from None
+        raise kind(lines[-1][len(prefix):]) from None
 
 
 class _Prefix:
@@ -165,6 +179,7 @@ class FolderEvalSet:
                 ds.split, int(n), len(ds))
         self.sampler = EvalShardSampler(_Prefix(ds.shard_starts, self.num_samples), rank, world_size)
         self.sample_index = torch.arange(self.sampler.start, self.sampler.stop)
+        ds.check_files(ds.shards_of(self.sample_index.numpy()))  # before any is read (each file hashed once)
 
     @classmethod
     def build(cls, path: str | Path, split: str, n: int, rank: int = 0, world_size: int = 1,
@@ -192,11 +207,27 @@ def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> A
     d, t = cfg.data, cfg.train
     if _from_folder(cfg):
         steps = FolderSteps(_path(cfg), d.seed, t.batch_size, env.rank, env.world_size, cfg.task, d.dataset_id)
-        return FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
+        feed = FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
+        check_run_files(cfg, feed, env)
+        return feed
     from .batches import TrainFeed
 
     return TrainFeed(cfg.task, cfg.task_config, d.seed, t.batch_size, start_step, t.steps, env.rank,
                      env.world_size, d.workers, d.prefetch, pin_memory=pin_memory)
+
+
+def check_run_files(cfg: Any, feed: FolderFeed, env: Any) -> None:
+    """Before the first step: size and sha256 of every shard file this rank will read (the train shards of its
+    steps, the val and test samples it scores), against the manifest, hashed in threads, each file once per process;
+    a `DamagedDataError` (exit 3) naming the first that differs. Cheap next to training; `ssmbench verify --deep`
+    (decoded content) stays the full check."""
+    from ..data.samplers import EvalShardSampler
+
+    feed.check_files()
+    for split, n in (("val", cfg.eval.val_samples), ("test", cfg.eval.test_samples)):
+        ds = _open(_path(cfg), split, cfg.task, cfg.data.dataset_id)
+        part = EvalShardSampler(_Prefix(ds.shard_starts, min(int(n), len(ds))), env.rank, env.world_size)
+        ds.check_files(ds.shards_of(np.arange(part.start, part.stop)))
 
 
 def eval_set_for(cfg: Any, split: str, rank: int = 0, world_size: int = 1, n: int | None = None) -> Any:

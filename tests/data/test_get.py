@@ -134,6 +134,33 @@ def test_ls_datasets_lists_size_samples_and_measured_build_time(tiny_shift, tmp_
     assert ssmbench("download", "shift-64", "--catalog", str(cat), "--split", "test").returncode == 2
 
 
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not a catalogue", "missing"])
+def test_a_damaged_built_in_catalogue_is_one_line_saying_to_reinstall(tmp_path, monkeypatch, capsys, damage):
+    """The packaged catalog.json truncated (or empty, or JSON of another shape, or gone): `ls datasets` and `get`
+    end with exit 2 and one line naming the file and the reinstall (was: a JSONDecodeError traceback, exit 1)."""
+    from importlib import resources
+
+    from ssmbench.cli import main
+    from ssmbench.data import catalog
+
+    text = resources.files("ssmbench").joinpath("catalog.json").read_text()
+    copy = tmp_path / "catalog.json"
+    copy.write_text({"truncated": text[:len(text) // 2], "empty": "", "not a catalogue": "[1, 2]",
+                     "missing": ""}[damage])
+    if damage == "missing":
+        copy.unlink()
+    monkeypatch.setattr(catalog, "_builtin_file", lambda: copy)
+    monkeypatch.delenv("SSMBENCH_CATALOG", raising=False)
+    for argv in (["ls", "datasets"], ["get", "shift-4096-ci", "--to", str(tmp_path / "data")]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"error: the built-in catalogue {copy} ") and "reinstall" in err, err
+    assert not (tmp_path / "data").exists()
+
+
 # --- the catalogue check reads the files, not the manifest (issue 26) ---------------------------------------------
 
 def present_copy(tiny_shift: Path, root: Path, name: str = "shift-64") -> Path:

@@ -205,12 +205,14 @@ def test_refuses_other_task_config_version_and_broken_folders(tiny_shift, tmp_pa
     (folder / "manifest.json").write_text(text)
     shard = folder / manifest["splits"]["train"]["shards"][1]["path"]
     shard.write_bytes(shard.read_bytes()[:100])
-    with pytest.raises(DatasetError, match="truncated or replaced"):
+    with pytest.raises(DatasetError, match="truncated or replaced") as info:
         open_dataset(folder, "train")
+    assert info.value.exit_code == 3  # damaged data, as `ssmbench verify` says it (not 2, a usage error)
     open_dataset(folder, "val")  # other splits are still usable
     shard.unlink()
-    with pytest.raises(DatasetError, match="is missing"):
+    with pytest.raises(DatasetError, match="is missing") as info:
         open_dataset(folder, "train")
+    assert info.value.exit_code == 3
     with pytest.raises(DatasetError, match="no dataset at"):
         open_dataset(tmp_path / "nowhere", "train")
 
@@ -229,6 +231,42 @@ def test_a_shard_that_cannot_be_opened_says_why(tiny_shift, tmp_path):
     shard.write_bytes(b"\0" * shard.stat().st_size)
     with pytest.raises(DatasetError, match="not a readable HDF5 file; run `ssmbench verify"):
         open_dataset(folder, "train")[0]
+
+
+def test_a_damaged_shard_is_exit_3_in_one_line_also_from_a_worker_and_check_files_finds_it_unread(pathfinder,
+                                                                                                   tmp_path):
+    """One bit flipped in the stored chunk of train row 2 (shard 0 of 8-sample shards). Reading the row fails
+    fletcher32: a DamagedDataError (a DatasetError and a VerificationError, exit 3), also through a DataLoader
+    worker, where `worker_errors_in_one_line` gives back the one line of the same type. `check_files` finds the
+    damage by sha256 without decoding a row, names the shard and `ssmbench verify`, and passes the other shards."""
+    from ssmbench.data.loader import DamagedDataError
+    from ssmbench.errors import VerificationError
+    from ssmbench.harness.folder_feed import worker_errors_in_one_line
+
+    folder = _copy(pathfinder, tmp_path)
+    shard = folder / json.loads((folder / "manifest.json").read_text())["splits"]["train"]["shards"][0]["path"]
+    with h5py.File(shard, "r") as f:
+        offset = f["inputs"].id.get_chunk_info(2).byte_offset
+    data = bytearray(shard.read_bytes())
+    data[offset + 40] ^= 0x10
+    shard.write_bytes(bytes(data))
+    ds = open_dataset(folder, "train")
+    assert ds.shards_of([2, 9, 24]).tolist() == [0, 1, 3] and ds.shards_of([3, 0]).tolist() == [0]
+    ds.check_files([1, 2, 3])  # the undamaged shards pass
+    with pytest.raises(DamagedDataError) as info:
+        ds.check_files(ds.shards_of([5]))  # row 5 is intact, its shard is not
+    assert info.value.exit_code == 3 and isinstance(info.value, VerificationError)
+    assert f"shard train/{shard.name} is damaged" in info.value.message
+    assert f"run `ssmbench verify {folder}`" in info.value.message and "\n" not in info.value.message
+    ds[5]  # what check_files refuses is decoded without complaint: only the sha256 sees it
+    with pytest.raises(DamagedDataError, match=f"cannot read .*{shard.name}.*the file is damaged") as info:
+        ds[2]
+    assert info.value.exit_code == 3
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=1)
+    with pytest.raises(DamagedDataError) as info, worker_errors_in_one_line():
+        list(loader)
+    assert info.value.message.startswith("cannot read ") and "\n" not in info.value.message
+    assert info.value.exit_code == 3
 
 
 def test_import_ssmbench_stays_light_until_open_dataset_is_used():

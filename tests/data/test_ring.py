@@ -203,3 +203,37 @@ def test_ring_budget_follows_free_shared_memory(monkeypatch):
     monkeypatch.setattr(ring, "_worker_ring", None)
     assert ring.ring_budget() == 5 << 20
     assert not ring.fits(3 << 20) and ring.fits(512 << 10)
+
+
+def test_a_full_dev_shm_at_start_reads_the_same_batches_in_process_with_one_warning(pathfinder, monkeypatch, caplog):
+    """The DataLoader's queues first make a POSIX semaphore in /dev/shm; a /dev/shm already full makes that an
+    OSError (ENOSPC) from multiprocessing, which ended a run with a traceback. Now the feed reads its batches in
+    this process: the same batches as data.workers=0, and one warning per process naming /dev/shm and
+    `-o data.workers=0` (a second loader says nothing more)."""
+    import errno
+    import logging
+    import multiprocessing.synchronize
+
+    from ssmbench.harness.folder_feed import FolderFeed, FolderSteps
+
+    def want(workers):
+        steps = FolderSteps(pathfinder, data_seed=3, batch_size=4)
+        return [b for _, b in FolderFeed(steps, 0, 9, workers=workers)]
+
+    reference = want(0)
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(multiprocessing.synchronize.SemLock, "__init__", full)
+    monkeypatch.setattr(ring, "_said_in_process", False)
+    with caplog.at_level(logging.WARNING):
+        got = want(1)
+        again = want(2)
+    _same(got, reference)
+    _same(again, reference)
+    said = [r.getMessage() for r in caplog.records if "/dev/shm" in r.getMessage()]
+    assert len(said) == 1 and "-o data.workers=0" in said[0] and "No space left on device" in said[0], said
+    monkeypatch.undo()
+    loader = torch.utils.data.DataLoader(list(range(4)), num_workers=1)
+    assert ring.start_workers_or_read_here(loader) and loader.num_workers == 1  # room: the workers start

@@ -354,27 +354,89 @@ def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, 
     assert data.num_samples == 8 and any("fewer than the 50 asked for: all 8 are scored" in n for n in notes)
 
 
-def test_a_damaged_shard_is_one_line_naming_it_and_verify(pathfinder, tmp_path):
-    """A flipped bit inside a stored chunk fails HDF5's fletcher32 check in a DataLoader worker: the run stops with
-    one line naming the shard and `ssmbench verify`, not a worker traceback, and leaves no run folder behind."""
-    import shutil
-
-    import h5py
-
-    folder = tmp_path / "damaged"
-    shutil.copytree(pathfinder, folder)
+def _flip_a_bit_of_row(folder: Path, split: str, row: int) -> Path:
+    """A copy-free edit of `folder`: one bit flipped inside the stored chunk of `row` of the split's first shard."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    shard = folder / manifest["splits"]["train"]["shards"][0]["path"]
+    shard = folder / manifest["splits"][split]["shards"][0]["path"]
     with h5py.File(shard, "r") as f:
-        offset = f["inputs"].id.get_chunk_info(0).byte_offset  # the first stored image
+        offset = f["inputs"].id.get_chunk_info(row).byte_offset
     data = bytearray(shard.read_bytes())
     data[offset + 40] ^= 0x10
     shard.write_bytes(bytes(data))
+    return shard
+
+
+def test_a_damaged_shard_is_one_line_naming_it_and_verify(pathfinder, tmp_path):
+    """A flipped bit inside a stored chunk: the run stops before its first step with one line naming the shard and
+    `ssmbench verify`, exit 3 as `verify` (was 2, a usage error), not a worker traceback, and leaves no run folder."""
+    folder = tmp_path / "damaged"
+    shutil.copytree(pathfinder, folder)
+    shard = _flip_a_bit_of_row(folder, "train", 0)  # the first stored image
     result = ssmbench_cli("eval", "--model", "dlr", "--task", "pathfinder", "--data", str(folder),
                           "-o", "model.d_model=4", "-o", "model.d_state=8", "-o", "train.steps=12",
-                          "-o", "train.warmup_steps=2",
+                          "-o", "train.warmup_steps=2", "-o", "eval.metric_batch_size=4",
                           "-o", "data.workers=1", "-q", "--out", str(tmp_path / "run"))
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 2, result.stderr
-    assert shard.name in result.stderr and "ssmbench verify" in result.stderr
+    assert result.returncode == 3, result.stderr
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("WARNING: ")]  # (8 val samples)
+    assert "Traceback" not in result.stderr and len(errors) == 1, result.stderr
+    assert shard.name in errors[0] and "ssmbench verify" in errors[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_damaged_row_the_run_would_not_draw_still_stops_it_before_the_first_step(pathfinder, tmp_path):
+    """Row 7 of the one test shard is damaged; the run scores only test samples 0-3, so it never decodes row 7 and
+    used to train and report (exit 0). The shard files a run will read (train, val and test) are checked against
+    the manifest's size and sha256 before the first step: exit 3, one line naming the shard and `ssmbench verify`,
+    and no run folder (the test set itself is only built after training)."""
+    folder = tmp_path / "damaged"
+    shutil.copytree(pathfinder, folder)
+    shard = _flip_a_bit_of_row(folder, "test", 7)
+    args = ["eval", "--model", "dlr", "--task", "pathfinder", "--data", str(folder), "-o", "model.d_model=4",
+            "-o", "model.d_state=8", "-o", "model.n_layers=1", "-o", "train.steps=2", "-o", "train.warmup_steps=1",
+            "-o", "train.batch_size=4", "-o", "eval.val_samples=4", "-o", "eval.test_samples=4",
+            "-o", "eval.batch_size=4", "-o", "eval.metric_batch_size=4", "-o", "data.workers=0", "-q"]
+    result = ssmbench_cli(*args, "--out", str(tmp_path / "run"))
+    assert result.returncode == 3, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"shard test/{shard.name} is damaged" in lines[0] and f"ssmbench verify {folder}" in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_shards_a_feed_and_an_eval_set_read_are_checked_before_reading(pathfinder, tmp_path):
+    """`FolderFeed.check_files` checks exactly the train shards its steps draw from (all of them from one epoch
+    on), an eval set the shards of its samples: a bit flipped in an undrawn row of such a shard is refused, one
+    in a shard that is not read is not."""
+    from ssmbench.data import loader
+    from ssmbench.data.loader import DamagedDataError
+    from ssmbench.harness.folder_feed import FolderEvalSet, FolderFeed
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(pathfinder, folder)
+    steps = FolderSteps(folder, data_seed=0, batch_size=4)  # 24 train samples, 3 shards of 8: 6 steps an epoch
+    drawn = steps.ds.shards_of(steps.indices(0))
+    assert steps.shards_for(0, 1).tolist() == drawn.tolist()
+    assert steps.shards_for(3, 9).tolist() == [0, 1, 2] and steps.shards_for(4, 4).tolist() == []
+    unread = sorted({0, 1, 2} - set(drawn.tolist()))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if unread:  # damage a shard step 0 does not read: its feed still passes
+        path = folder / manifest["splits"]["train"]["shards"][unread[0]]["path"]
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        path.write_bytes(bytes(data))
+        FolderFeed(steps, 0, 1, workers=0).check_files()
+    shard = int(drawn[0])
+    first = int(steps.ds.shard_starts[shard])
+    row = next(r for r in range(first, first + 8) if r not in set(steps.indices(0).tolist()))  # not drawn
+    with h5py.File(folder / manifest["splits"]["train"]["shards"][shard]["path"], "r") as f:
+        offset = f["inputs"].id.get_chunk_info(row - first).byte_offset
+    path = folder / manifest["splits"]["train"]["shards"][shard]["path"]
+    data = bytearray(path.read_bytes())
+    data[offset + 40] ^= 0x10
+    path.write_bytes(bytes(data))
+    loader._HASHED.clear()  # the same size, and possibly the same mtime tick as when it was hashed above
+    with pytest.raises(DamagedDataError, match=f"shard train/{path.name} is damaged"):
+        FolderFeed(steps, 0, 1, workers=0).check_files()
+    _flip_a_bit_of_row(folder, "val", 7)
+    with pytest.raises(DamagedDataError, match="shard val/.* is damaged"):
+        FolderEvalSet.build(folder, "val", n=4)
