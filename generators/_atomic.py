@@ -1,4 +1,5 @@
-"""Plain-Python helpers shared by the atomic tasks: length checks, length presets, the Spec, positional channels.
+"""What the atomic tasks share: `AtomicTask`, their base, and plain helpers (length checks, the Spec, positional
+channels).
 
 Every atomic task stores `inputs` (T, d_in) float32 with cos and sin of 2*pi*t/T as the last two channels and
 `targets` (l_output, d_output) float32; metrics are R^2 and MSE; all are causal except MIPS with causal=false.
@@ -6,14 +7,17 @@ Every atomic task stores `inputs` (T, d_in) float32 with cos and sin of 2*pi*t/T
 
 from __future__ import annotations
 
+import abc
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ssmbench.api import Field, Spec
+from ssmbench.api import Field, Spec, Task, TaskConfig
 from ssmbench.errors import ConfigError
+
+C = TypeVar("C", bound=TaskConfig)
 
 MAX_LENGTH = 2**20
 PAPER_LENGTHS = (4096, 512)
@@ -80,21 +84,39 @@ def atomic_spec(T: int, d_input: int, l_output: int, d_output: int, causal: bool
                 metrics=("r2", "mse"))
 
 
-def empty_outputs(spec: Spec, n: int) -> dict[str, np.ndarray]:
-    """Uninitialised arrays (n, *shape) for every field of the spec."""
-    return {name: np.empty((n, *f.shape), dtype=f.dtype) for name, f in spec.fields.items()}
+class AtomicTask(Task[C]):
+    """The base of the atomic tasks: the class attributes they share and `generate`.
 
+    A task file declares its identity (`name`, `version`, `Config`, `groups`), `spec` (through `atomic_spec`),
+    `oracle`, and `_fill`, which runs its kernel into the preallocated outputs. From here come `presets` (one per
+    paper length, every other field at its default, made from `Config` when the subclass is defined),
+    `default_preset` "4096", `default_n`, `preset_family` "atomic" and `paper_family`; a task overrides any of them
+    by declaring it. This is the one abstract level that `ssmbench.api` allows between `Task` and a task, which
+    stays `@typing.final`.
+    """
 
-def as_keys(keys: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+    default_preset = "4096"
+    default_n = 16000
+    preset_family = "atomic"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "Config" in vars(cls) and "presets" not in vars(cls):
+            cls.presets = length_presets(cls.Config)
 
-def atomic_paper_family(task: Any, config: Any) -> str:
-    """`Task.paper_family` of the atomic tasks: Table 5's rows at L = 512 ("atomic512"), else "atomic" (L = 4096,
-    and any other length, which keeps the 4096 rows' settings at that L)."""
-    return "atomic512" if config.L == 512 else "atomic"
+    def paper_family(self, config: C) -> str:
+        """Table 5's rows at L = 512 ("atomic512"), else "atomic" (L = 4096, and any other length, which keeps the
+        4096 rows' settings at that L)."""
+        return "atomic512" if config.L == 512 else "atomic"  # type: ignore[attr-defined]
 
+    def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+        spec = self.spec(config)
+        out = {name: np.empty((keys.shape[0], *f.shape), dtype=f.dtype) for name, f in spec.fields.items()}
+        self._fill(config, keys, positional_channels(spec.seq_len), out)
+        return out
 
-def shift_paper_family(task: Any, config: Any) -> str:
-    """SHIFT's rows: Table 5 at L = 4096 and 512, Table 2 ("long_shift": H = 32, batch 4) at every other length."""
-    return "atomic" if config.L == 4096 else "atomic512" if config.L == 512 else "long_shift"
+    @abc.abstractmethod
+    def _fill(self, config: C, keys: np.ndarray, pos: np.ndarray, out: dict[str, np.ndarray]) -> None:
+        """Write row i of every field of `out` (uninitialised, one array per Spec field) from `keys[i]` (uint64,
+        contiguous); `pos` is `positional_channels(T)` for the Spec's sequence length T."""

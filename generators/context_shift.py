@@ -26,17 +26,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Field, Task, TaskConfig
+from ssmbench.api import Field, TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_ninf_normal
 from ._rng import randint_s
 
@@ -68,7 +60,7 @@ def _fill_context_shift(keys, pos, x, y, shifts):
 
 
 @final
-class ContextShift(Task[ContextShiftConfig]):
+class ContextShift(AtomicTask[ContextShiftConfig]):
     """Shift a sequence by an offset encoded in its first two values
 
     Input (L, 3): (cos, sin) of 2*pi*s/L, then L - 2 inf-normalised noise values; cos, sin channels. Target (L, 1):
@@ -78,22 +70,14 @@ class ContextShift(Task[ContextShiftConfig]):
     name = "context_shift"
     version = "1"
     Config = ContextShiftConfig
-    presets = length_presets(ContextShiftConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 9, "table1": 9}
-    paper_family = atomic_paper_family
 
     def spec(self, config: ContextShiftConfig):
         extra = {"shift": Field("int32", (), "the shift s in {0 .. L-3}", codec="none")}
         return atomic_spec(config.L, 3, config.L, 1, extra=extra, shuffled=("targets",))
 
-    def generate(self, config: ContextShiftConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_context_shift(keys, positional_channels(config.L), out["inputs"], out["targets"], out["shift"])
-        return out
+    def _fill(self, config: ContextShiftConfig, keys, pos, out) -> None:
+        _fill_context_shift(keys, pos, out["inputs"], out["targets"], out["shift"])
 
     def oracle(self, config: ContextShiftConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[:, 0]

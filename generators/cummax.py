@@ -24,17 +24,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -60,7 +52,7 @@ def _fill_cummax(keys, pos, x, y):
 
 
 @final
-class Cummax(Task[CummaxConfig]):
+class Cummax(AtomicTask[CummaxConfig]):
     """Output the running maximum of the input
 
     Input (L, 3): inf-normalised Gaussian noise, cos, sin. Target (L, 1): max of the noise up to position i.
@@ -69,21 +61,13 @@ class Cummax(Task[CummaxConfig]):
     name = "cummax"
     version = "1"
     Config = CummaxConfig
-    presets = length_presets(CummaxConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 2, "table1": 2}
-    paper_family = atomic_paper_family
 
     def spec(self, config: CummaxConfig):
         return atomic_spec(config.L, 3, config.L, 1)
 
-    def generate(self, config: CummaxConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_cummax(keys, positional_channels(config.L), out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: CummaxConfig, keys, pos, out) -> None:
+        _fill_cummax(keys, pos, out["inputs"], out["targets"])
 
     def oracle(self, config: CummaxConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[:, 0]

@@ -23,17 +23,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -61,7 +53,7 @@ def _fill_cumsum(keys, pos, root, x, y):
 
 
 @final
-class Cumsum(Task[CumsumConfig]):
+class Cumsum(AtomicTask[CumsumConfig]):
     """Output the running sum of the input, scaled by 1/sqrt(i+1)
 
     Input (L, 3): inf-normalised Gaussian noise, cos, sin. Target (L, 1): float64 prefix sums of the stored
@@ -71,22 +63,14 @@ class Cumsum(Task[CumsumConfig]):
     name = "cumsum"
     version = "1"
     Config = CumsumConfig
-    presets = length_presets(CumsumConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 1, "table1": 1}
-    paper_family = atomic_paper_family
 
     def spec(self, config: CumsumConfig):
         return atomic_spec(config.L, 3, config.L, 1, shuffled=("targets",))
 
-    def generate(self, config: CumsumConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
+    def _fill(self, config: CumsumConfig, keys, pos, out) -> None:
         root = np.sqrt(np.arange(1, config.L + 1, dtype=np.float64))  # sqrt(i + 1)
-        _fill_cumsum(keys, positional_channels(config.L), root, out["inputs"], out["targets"])
-        return out
+        _fill_cumsum(keys, pos, root, out["inputs"], out["targets"])
 
     def oracle(self, config: CumsumConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[:, 0].astype(np.float64)

@@ -35,19 +35,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_bool,
-    check_length,
-    check_positive,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
 from ._kernels import fill_unit_vector
 
 _LANES = 8
@@ -189,7 +179,7 @@ def _fill_mips(keys, pos, causal, x, y):
 
 
 @final
-class Mips(Task[MipsConfig]):
+class Mips(AtomicTask[MipsConfig]):
     """At each position output the value whose key has the largest inner product with the query
 
     Input (L, 3D + 2): query, key and value unit vectors, then cos and sin. Target (L, D): the value at the key
@@ -199,23 +189,15 @@ class Mips(Task[MipsConfig]):
     name = "mips"
     version = "1"
     Config = MipsConfig
-    presets = length_presets(MipsConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 10, "table1": 10}
-    paper_family = atomic_paper_family
 
     def spec(self, config: MipsConfig):
         D = config.D
         return atomic_spec(config.L, 3 * D + 2, config.L, D, causal=config.causal,
                            input_doc="query (D), key (D), value (D) unit vectors, cos, sin", shuffled=("inputs",))
 
-    def generate(self, config: MipsConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_mips(keys, positional_channels(config.L), config.causal, out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: MipsConfig, keys, pos, out) -> None:
+        _fill_mips(keys, pos, config.causal, out["inputs"], out["targets"])
 
     def oracle(self, config: MipsConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Brute force in float64, one query block at a time (O(L^2) time, O(block * L) memory)."""

@@ -23,17 +23,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -56,7 +48,7 @@ def _fill_reverse(keys, pos, x, y):
 
 
 @final
-class Reverse(Task[ReverseConfig]):
+class Reverse(AtomicTask[ReverseConfig]):
     """Output the input sequence reversed, after L appended zeros
 
     Input (2L, 3): inf-normalised noise on the first L positions, zeros after, then cos and sin over T = 2L.
@@ -66,21 +58,13 @@ class Reverse(Task[ReverseConfig]):
     name = "reverse"
     version = "1"
     Config = ReverseConfig
-    presets = length_presets(ReverseConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 5, "table1": 5}
-    paper_family = atomic_paper_family
 
     def spec(self, config: ReverseConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
-    def generate(self, config: ReverseConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_reverse(keys, positional_channels(2 * config.L), out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: ReverseConfig, keys, pos, out) -> None:
+        _fill_reverse(keys, pos, out["inputs"], out["targets"])
 
     def oracle(self, config: ReverseConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[: config.L, 0]

@@ -29,20 +29,10 @@ from typing import Any, ClassVar, final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Field, Task, TaskConfig
+from ssmbench.api import Field, TaskConfig
 from ssmbench.errors import ConfigError
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_bool,
-    check_length,
-    check_positive,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
 from ._kernels import fill_ninf_normal, sorted_subset
 from ._rng import randint_s
 
@@ -127,7 +117,7 @@ def select_oracle(sample: Mapping[str, np.ndarray], M: int) -> dict[str, np.ndar
 
 
 @final
-class Select(Task[SelectConfig]):
+class Select(AtomicTask[SelectConfig]):
     """Copy the M marked values, in order, to the last M positions (random marks per sample)
 
     Input (L + 2M, 4): values (inf-normalised over the first L + M), marker, cos, sin. Target (M, 1): the marked
@@ -137,24 +127,16 @@ class Select(Task[SelectConfig]):
     name = "select"
     version = "1"
     Config = SelectConfig
-    presets = length_presets(SelectConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 7, "table1": 7}
-    paper_family = atomic_paper_family
 
     def spec(self, config: SelectConfig):
         extra = {"positions": Field("int32", (config.M,), "the marked positions, ascending", shuffle=True)}
         return atomic_spec(config.L + 2 * config.M, 4, config.M, 1, extra=extra,
                            input_doc="value, marker, cos(2*pi*t/T), sin(2*pi*t/T)")
 
-    def generate(self, config: SelectConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        fill_select(keys, positional_channels(config.L + 2 * config.M), np.empty(0, np.int64),
-                    config.consecutive, config.values == "zeros", out["inputs"], out["targets"], out["positions"])
-        return out
+    def _fill(self, config: SelectConfig, keys, pos, out) -> None:
+        fill_select(keys, pos, np.empty(0, np.int64), config.consecutive, config.values == "zeros", out["inputs"],
+                    out["targets"], out["positions"])
 
     def oracle(self, config: SelectConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return select_oracle(sample, config.M)

@@ -26,20 +26,10 @@ from typing import Any, ClassVar, final
 
 import numpy as np
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_bool,
-    check_length,
-    check_positive,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
 from .select import check_values, draw_positions, fill_select, select_oracle
 
 
@@ -77,7 +67,7 @@ def fixed_positions(config: SelectFixedConfig) -> np.ndarray:
 
 
 @final
-class SelectFixed(Task[SelectFixedConfig]):
+class SelectFixed(AtomicTask[SelectFixedConfig]):
     """Copy the M marked values, in order, to the last M positions (one fixed mark set)
 
     As SELECT, except that the marked positions are the same in every sample of every split; they are stored in
@@ -87,24 +77,16 @@ class SelectFixed(Task[SelectFixedConfig]):
     name = "select_fixed"
     version = "1"
     Config = SelectFixedConfig
-    presets = length_presets(SelectFixedConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 3, "table1": 3}
-    paper_family = atomic_paper_family
 
     def spec(self, config: SelectFixedConfig):
         return atomic_spec(config.L + 2 * config.M, 4, config.M, 1,
                            input_doc="value, marker (fixed positions), cos(2*pi*t/T), sin(2*pi*t/T)")
 
-    def generate(self, config: SelectFixedConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
+    def _fill(self, config: SelectFixedConfig, keys, pos, out) -> None:
         scratch = np.empty((keys.shape[0], config.M), dtype=np.int32)
-        fill_select(keys, positional_channels(config.L + 2 * config.M), fixed_positions(config),
-                    config.consecutive, config.values == "zeros", out["inputs"], out["targets"], scratch)
-        return out
+        fill_select(keys, pos, fixed_positions(config), config.consecutive, config.values == "zeros", out["inputs"],
+                    out["targets"], scratch)
 
     def oracle(self, config: SelectFixedConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return select_oracle(sample, config.M)

@@ -26,17 +26,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-    shift_paper_family,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -72,7 +64,7 @@ def _fill_shift(keys, pos, shifts, x, y):
 
 
 @final
-class Shift(Task[ShiftConfig]):
+class Shift(AtomicTask[ShiftConfig]):
     """Output the input delayed by num_shifts evenly spaced lags, one output channel per lag
 
     Input (L, 3): inf-normalised Gaussian noise, cos, sin. Target (L, num_shifts): column j is the noise shifted
@@ -82,21 +74,17 @@ class Shift(Task[ShiftConfig]):
     name = "shift"
     version = "1"
     Config = ShiftConfig
-    presets = length_presets(ShiftConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 0, "table1": 0}
-    paper_family = shift_paper_family
 
     def spec(self, config: ShiftConfig):
         return atomic_spec(config.L, 3, config.L, config.num_shifts)
 
-    def generate(self, config: ShiftConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_shift(keys, positional_channels(config.L), shift_amounts(config), out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: ShiftConfig, keys, pos, out) -> None:
+        _fill_shift(keys, pos, shift_amounts(config), out["inputs"], out["targets"])
+
+    def paper_family(self, config: ShiftConfig) -> str:
+        """Table 5's rows at L = 4096 and 512, Table 2's ("long_shift": H = 32, batch 4) at every other length."""
+        return "atomic" if config.L == 4096 else "atomic512" if config.L == 512 else "long_shift"
 
     def oracle(self, config: ShiftConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[:, 0]

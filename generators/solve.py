@@ -31,17 +31,9 @@ from typing import final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_unit_vector
 from ._rng import normal_s
 
@@ -177,7 +169,7 @@ class SolveConfig(TaskConfig):
 
 
 @final
-class Solve(Task[SolveConfig]):
+class Solve(AtomicTask[SolveConfig]):
     """Solve AX = B for X given the rows of [A | B], A a random orthogonal matrix per sample
 
     Input (L, 3): the N x (N+1) matrix [A | B] row by row, zeros up to L, then cos and sin. Target (N, 1): the unit
@@ -187,22 +179,13 @@ class Solve(Task[SolveConfig]):
     name = "solve"
     version = "1"
     Config = SolveConfig
-    presets = length_presets(SolveConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 6, "table1": 6}
-    paper_family = atomic_paper_family
 
     def spec(self, config: SolveConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)
 
-    def generate(self, config: SolveConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        fill_solve(keys, positional_channels(config.L), np.empty((0, 0), np.float32), out["inputs"],
-                   out["targets"])
-        return out
+    def _fill(self, config: SolveConfig, keys, pos, out) -> None:
+        fill_solve(keys, pos, np.empty((0, 0), np.float32), out["inputs"], out["targets"])
 
     def oracle(self, config: SolveConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return solve_oracle(sample, solve_size(config.L))

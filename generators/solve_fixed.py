@@ -24,18 +24,10 @@ from typing import final
 
 import numpy as np
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_positive,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_positive
 from .solve import check_solve_length, fill_solve, haar_orthogonal, solve_oracle, solve_size
 
 
@@ -61,7 +53,7 @@ def fixed_matrix(config: SolveFixedConfig) -> np.ndarray:
 
 
 @final
-class SolveFixed(Task[SolveFixedConfig]):
+class SolveFixed(AtomicTask[SolveFixedConfig]):
     """Solve AX = B for X given the rows of [A | B], A one fixed orthogonal matrix
 
     As SOLVE, except that A is the same in every sample of every split; it is stored in the `fixed/A` group of
@@ -71,21 +63,13 @@ class SolveFixed(Task[SolveFixedConfig]):
     name = "solve_fixed"
     version = "1"
     Config = SolveFixedConfig
-    presets = length_presets(SolveFixedConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 4, "table1": 4}
-    paper_family = atomic_paper_family
 
     def spec(self, config: SolveFixedConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)
 
-    def generate(self, config: SolveFixedConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        fill_solve(keys, positional_channels(config.L), fixed_matrix(config), out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: SolveFixedConfig, keys, pos, out) -> None:
+        fill_solve(keys, pos, fixed_matrix(config), out["inputs"], out["targets"])
 
     def oracle(self, config: SolveFixedConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return solve_oracle(sample, solve_size(config.L))

@@ -31,18 +31,10 @@ from typing import Any, ClassVar, final
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Task, TaskConfig
+from ssmbench.api import TaskConfig
 from ssmbench.errors import ConfigError
 
-from ._atomic import (
-    as_keys,
-    atomic_paper_family,
-    atomic_spec,
-    check_length,
-    empty_outputs,
-    length_presets,
-    positional_channels,
-)
+from ._atomic import AtomicTask, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros, stable_order_by_distance
 
 
@@ -79,7 +71,7 @@ def _fill_sort(keys, pos, by_value, x, y):
 
 
 @final
-class Sort(Task[SortConfig]):
+class Sort(AtomicTask[SortConfig]):
     """Output the input sorted by distance from its first element, after L appended zeros
 
     Input (2L, 3) as in REVERSE. Target (L, 1), aligned with the last L outputs: the L values ordered by
@@ -90,22 +82,14 @@ class Sort(Task[SortConfig]):
     name = "sort"
     version = "1"
     Config = SortConfig
-    presets = length_presets(SortConfig)
-    default_preset = "4096"
-    default_n = 16000
-    preset_family = "atomic"
     groups = {"atomic": 8, "table1": 8}
-    paper_family = atomic_paper_family
     stream_exempt = ("order",)  # the target rule only: both orders sort the same inputs
 
     def spec(self, config: SortConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))
 
-    def generate(self, config: SortConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = as_keys(keys)
-        out = empty_outputs(self.spec(config), keys.shape[0])
-        _fill_sort(keys, positional_channels(2 * config.L), config.order == "value", out["inputs"], out["targets"])
-        return out
+    def _fill(self, config: SortConfig, keys, pos, out) -> None:
+        _fill_sort(keys, pos, config.order == "value", out["inputs"], out["targets"])
 
     def oracle(self, config: SortConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[: config.L, 0]

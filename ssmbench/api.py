@@ -1,7 +1,9 @@
 """The contracts every plug-in implements: task configs, the shape `Spec`, `Task`, mixers, factories, evaluators.
 
-Plug-ins import their types from here. Classes are abstract or final, one level deep: concrete tasks are
-`@typing.final` and share code through plain functions (`ssmbench.generators._kernels`), not base-class methods.
+Plug-ins import their types from here. Classes are abstract or final: concrete tasks are `@typing.final` and derive
+from `Task`, or from at most one abstract base of their own between them and `Task` (the atomic tasks' `AtomicTask`,
+ssmbench.generators._atomic, which holds their shared attributes and `generate`); other shared code is plain
+functions (`ssmbench.generators._kernels`).
 This module imports neither numba nor torch.
 """
 

@@ -132,6 +132,15 @@ def test_registered_tasks_define_only_declared_hooks(task_name):
     assert api.undeclared_names(registry.tasks.get(task_name)) == []
 
 
+def test_tasks_are_final_with_at_most_one_abstract_base_between_them_and_task(task_name):
+    """ssmbench/api.py's rule: a concrete task is `@typing.final`; between it and `Task` stands at most one class,
+    abstract (the atomic tasks' `AtomicTask`)."""
+    cls = registry.tasks.get(task_name)
+    assert getattr(cls, "__final__", False), f"{cls.__qualname__} is not @typing.final"
+    between = [k for k in cls.__mro__[1:] if issubclass(k, api.Task) and k is not api.Task]
+    assert len(between) <= 1 and all(inspect.isabstract(k) for k in between), between
+
+
 def test_every_hook_has_a_default_and_a_docstring():
     """Each public name of Task is either abstract (spec, generate, oracle, the identity ClassVars) or has a default;
     each carries a docstring (methods: __doc__; class attributes: the string literal after them)."""
