@@ -96,7 +96,7 @@ def test_a_wrong_value_is_reported_under_its_own_field(task_name):
     ("mips", {"causal": "yes"}, "causal"),
     ("listops", {"min_length": 200, "max_length": 100}, "min_length"),
     ("listops_subtrees", {"pad_to": 64}, "pad_to"),
-    ("pathfinder", {"size": 16}, "seed_distance"),
+    ("pathfinder", {"size": 32, "seed_distance": 8}, "seed_distance"),
 ])
 def test_cross_field_errors_name_the_field_to_change(task_name, changes, field):
     with pytest.raises(ConfigError) as err:
