@@ -8,6 +8,14 @@ speedup, and writes serially; a pool runs one thread per worker), plus the fixed
 process's start-up CPU (interpreter, imports) and kernel loading, repeated by the pool's workers, this probe
 (a run without --quiet makes it again) and FINALIZE_S.
 
+The first call of a task's Numba kernels compiles them when Numba's on-disk cache is cold (a fresh install, an
+edited source, a new Numba; Pathfinder: about 100 CPU-seconds, against a few for loading them from the cache). The
+probe's first call is watched for Numba compile events: when it compiled, its CPU seconds are `compile_seconds`,
+counted once in `seconds` but not in `probe_seconds` (a --quiet build skips the probe, not the compile, which then
+happens in its own first block), and recorded in `<user cache>/ssmbench/compile-seconds.json` under the task, its
+version and the Numba version (`recorded_compile_seconds`); a warm cache adds nothing, and the estimate notes what
+a cold one would add (`compile_seconds_cold`) when it has been measured on this machine.
+
 The probe generates 2k training samples (k = 8 to 64, by sample size) and writes them as a shard with the build's
 own storage settings (chunking, shuffle, codec, fletcher32, root attributes, fixed arrays) into a temporary
 folder: its chunks give the stored bytes per row. The HDF5 metadata of each shard (chunk index, headers,
@@ -58,6 +66,10 @@ POOL_START_S = 0.2
 0.8 s from the estimate's end to the last update, of which the workers' imports and kernel loading are the rest)."""
 
 
+_cpu = time.process_time
+"""The clock of the estimate's CPU seconds (tests put a fake one here)."""
+
+
 def _chunk_bytes(path: Path) -> int:
     """Bytes the stored (compressed) rows of an HDF5 shard take: every dataset but the fixed arrays, no metadata."""
     import h5py
@@ -81,12 +93,13 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     `per_sample_bytes` (stored bytes of a row), `metadata_bytes` (of every shard) and `probe_samples`.
     """
     spec = task.spec(config)
-    startup = time.process_time()  # CPU this process spent before: interpreter and imports (each worker repeats it)
+    startup = _cpu()  # CPU this process spent before: interpreter and imports (each worker repeats it)
     k = probe or int(np.clip(PROBE_BYTES // (2 * max(spec.bytes_per_sample(), 1)), 8, 64))
     keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k, task.stream_exempt)
-    c0 = time.process_time()
-    task.generate(config, keys[:1])  # compile / load the kernels outside the timing
-    load = time.process_time() - c0
+    load, compiled = load_kernels(task, config, keys[:1])  # compile / load the kernels outside the timing
+    compile_s = load if compiled else 0.0
+    if compiled:
+        record_compile_seconds(task, compile_s)
     gen_seconds, par, block = _generation_cost(task, config, plan, keys)
     fields = storage_fields(spec, plan.codec)
     attrs = {"task": plan.task, "task_version": plan.version, "dataset_id": plan.dataset_id,
@@ -102,10 +115,10 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
         return {name: np.zeros((hi - lo, *f.shape), f.dtype) for name, f in fields.items() if name != "sample_id"}
 
     with tempfile.TemporaryDirectory(prefix="ssmbench-estimate-") as tmp:
-        c1 = time.process_time()
+        c1 = _cpu()
         probe_shard = ShardSpec("train", 0, 1, 0, 2 * k)
         write_shard(Path(tmp) / "probe", probe_shard, fields, rows, attrs, fixed, 2 * k)
-        write_seconds = (time.process_time() - c1) / (2 * k)
+        write_seconds = (_cpu() - c1) / (2 * k)
         per_sample = _chunk_bytes(Path(tmp) / "probe" / probe_shard.relpath) / (2 * k)
         # HDF5 metadata (chunk index, headers, attributes, fixed arrays) depends on the row count, not the values:
         # measured on a shard of zeros of each length the plan uses
@@ -127,19 +140,89 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     else:  # a pool: one thread per worker, workers busy until the shards run out
         busy = min(workers, cores, max(1, len(plan.shards)))
         per_sample_s = (gen_seconds + write_seconds) / busy
-        fixed_s += POOL_START_S + (startup + load) * max(1.0, workers / cores)
-    probe_s = time.process_time() - startup  # a run that is not --quiet pays for this estimate too
-    seconds = fixed_s + startup + probe_s + per_sample_s * total
+        # the workers load what this process compiled (from the cache) or loaded
+        fixed_s += POOL_START_S + (startup + (load - compile_s)) * max(1.0, workers / cores)
+    probe_s = _cpu() - startup - compile_s  # a run that is not --quiet pays for this estimate too
+    seconds = fixed_s + startup + compile_s + probe_s + per_sample_s * total
     peak = disk
     if task.deduplicate:  # candidates (total + about 1 %) stay under .build/ until finalize copies the survivors
         peak += (metadata + per_sample * total) * 1.01
         seconds += write_seconds * total / (1 if workers <= 1 else min(workers, cores))
     raw = sum(np.asarray(block[name]).nbytes for name in fields if name in block) / (2 * k)
-    return {"seconds": seconds, "time_human": human_seconds(seconds), "disk_bytes": int(disk),
+    cold = recorded_compile_seconds(task) if not compiled else compile_s
+    time_human = human_seconds(seconds)
+    if compiled:
+        time_human += (f" ({human_seconds(compile_s)} of it compiling the {task.name} kernels, once per machine: "
+                       "Numba's cache was cold)")
+    return {"seconds": seconds, "time_human": time_human, "disk_bytes": int(disk),
             "disk_human": human_bytes(disk), "peak_bytes": int(peak), "peak_human": human_bytes(peak),
             "raw_bytes": int(raw * total), "per_sample_bytes": per_sample, "metadata_bytes": metadata,
             "probe_samples": k, "gen_cpu_per_sample": gen_seconds, "write_cpu_per_sample": write_seconds,
-            "fixed_seconds": fixed_s + startup + probe_s, "probe_seconds": probe_s, "generator_threads_speedup": par}
+            "fixed_seconds": fixed_s + startup + compile_s + probe_s, "probe_seconds": probe_s,
+            "generator_threads_speedup": par, "compile_seconds": compile_s, "numba_cache": "cold" if compiled else
+            "warm", "compile_seconds_cold": cold}
+
+
+def load_kernels(task: Any, config: Any, keys: np.ndarray) -> tuple[float, bool]:
+    """(CPU seconds, whether Numba compiled) of the task's first `generate` call in this process: its kernels are
+    compiled there when Numba's cache is cold, else loaded from it (or already in memory)."""
+    c0 = _cpu()
+    try:
+        from numba.core import event
+    except ImportError:  # pragma: no cover - numba is a dependency
+        task.generate(config, keys)
+        return _cpu() - c0, False
+    with event.install_recorder("numba:compile") as recorder:
+        task.generate(config, keys)
+    return _cpu() - c0, bool(recorder.buffer)
+
+
+def compile_record_file() -> Path:
+    """`$XDG_CACHE_HOME/ssmbench/compile-seconds.json` (default `~/.cache/...`): measured kernel compile times."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ssmbench" / "compile-seconds.json"
+
+
+def _compile_key(task: Any) -> str:
+    try:
+        import numba
+
+        version = numba.__version__
+    except ImportError:  # pragma: no cover
+        version = "none"
+    return f"{task.name} v{task.version} numba {version}"
+
+
+def recorded_compile_seconds(task: Any) -> float | None:
+    """CPU seconds compiling `task`'s kernels took when last measured on this machine (this task version and
+    Numba version), or None."""
+    import json
+
+    try:
+        value = json.loads(compile_record_file().read_text()).get(_compile_key(task))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
+def record_compile_seconds(task: Any, seconds: float) -> None:
+    """Remember a measured compile time (best effort: an unwritable cache folder only loses the record)."""
+    import json
+
+    file = compile_record_file()
+    try:
+        try:
+            records = json.loads(file.read_text())
+            records = records if isinstance(records, dict) else {}
+        except (OSError, ValueError):
+            records = {}
+        records[_compile_key(task)] = round(float(seconds), 3)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(records, indent=1, sort_keys=True))
+        os.replace(tmp, file)
+    except OSError:
+        pass
 
 
 def _generation_cost(task: Any, config: Any, plan: Any, keys: np.ndarray) -> tuple[float, float, dict]:

@@ -33,3 +33,52 @@ def test_time_estimate_is_fixed_cost_plus_cpu_per_sample_over_the_cores_in_use()
     few = estimate_build(task, config, small, workers=1)
     assert few["seconds"] >= few["fixed_seconds"] > 0.5 * one["fixed_seconds"]
     assert few["seconds"] - few["fixed_seconds"] < 0.05 * (one["seconds"] - one["fixed_seconds"]) + 1000 * per_sample
+
+
+def test_a_cold_numba_cache_adds_its_measured_compile_once_and_a_quiet_build_keeps_it(tmp_path, monkeypatch):
+    """A first kernel call that compiles (Numba's cache cold) is injected: it takes 50 CPU-seconds on a fake clock.
+    The estimate counts those 50 s once in `seconds` and `fixed_seconds`, not in `probe_seconds` (a --quiet build
+    skips the probe, not the compile), not again for a pool's workers (they load what was compiled), says so in
+    its human time, and records the measurement under the task, its version and the Numba version; a warm
+    estimate then adds nothing and reports the recorded cold cost."""
+    import json
+    import time
+
+    import numba
+
+    from ssmbench.data import estimate
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    task = get_task("cumsum")
+    config = task.Config(L=64)
+    plan = plan_build("cumsum", config, n=1_000, samples_per_shard=256)
+    estimate_build(task, config, plan, workers=1)  # kernels in memory: every later call here is warm
+    offset = [0.0]
+    monkeypatch.setattr(estimate, "_cpu", lambda: time.process_time() + offset[0])
+    real = estimate.load_kernels
+
+    def cold(task, config, keys):
+        seconds, _ = real(task, config, keys)
+        offset[0] += 50.0  # the clock moves as a 50 s compile would
+        return seconds + 50.0, True
+
+    warm1, warm2 = (estimate_build(task, config, plan, workers=w) for w in (1, 2))
+    assert warm1["numba_cache"] == "warm" and warm1["compile_seconds"] == 0 and warm1["compile_seconds_cold"] is None
+    monkeypatch.setattr(estimate, "load_kernels", cold)
+    cold1, cold2 = [], []
+    for w, out in ((1, cold1), (2, cold2)):
+        offset[0] = 0.0  # each estimate starts from the process's own CPU (its `startup`)
+        out.append(estimate_build(task, config, plan, workers=w))
+    cold1, cold2 = cold1[0], cold2[0]
+    for c, w in ((cold1, warm1), (cold2, warm2)):
+        assert c["numba_cache"] == "cold" and 50 <= c["compile_seconds"] < 55
+        assert 45 < c["seconds"] - w["seconds"] < 55 and 45 < c["fixed_seconds"] - w["fixed_seconds"] < 55
+        assert c["probe_seconds"] < 5 and c["seconds"] - c["probe_seconds"] > 50  # what a --quiet build pays
+        assert "of it compiling the cumsum kernels" in c["time_human"] and "cold" in c["time_human"]
+    record = json.loads((tmp_path / "cache" / "ssmbench" / "compile-seconds.json").read_text())
+    assert list(record) == [f"cumsum v{task.version} numba {numba.__version__}"] and record[list(record)[0]] >= 50
+    monkeypatch.setattr(estimate, "load_kernels", real)
+    offset[0] = 0.0
+    again = estimate_build(task, config, plan, workers=1)
+    assert again["compile_seconds"] == 0 and again["compile_seconds_cold"] == record[list(record)[0]]
+    assert again["seconds"] < cold1["seconds"] - 45 and "compiling" not in again["time_human"]
