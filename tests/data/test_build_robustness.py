@@ -474,3 +474,20 @@ def test_a_process_with_svml_already_on_generates_in_fresh_workers(tmp_path, mon
     with pytest.raises(RuntimeError, match="routed to the pool"):
         generate_dataset("shift", config, out=tmp_path, n=8, samples_per_shard=8, workers=1)
     assert routed == [1]
+
+
+def test_the_test_command_needs_no_svml_variable(tmp_path):
+    """`pytest` without NUMBA_DISABLE_INTEL_SVML in its environment (the README's command; `.ci/run` exports it):
+    tests/conftest.py sets it before any test module imports Numba, so a module that imports Numba first (as
+    tests/generators/test_pathfinder.py does) compiles without SVML (which changes the golden bytes where `icc_rt`
+    is installed)."""
+    root = Path(__file__).resolve().parents[2]
+    probe = tmp_path / "test_numba_first.py"
+    probe.write_text("import numba\n\n\ndef test_no_svml():\n    assert numba.config.DISABLE_INTEL_SVML == 1\n"
+                     "    assert not numba.config.USING_SVML\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_INTEL_SVML"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+                           str(root / "pyproject.toml"), "--rootdir", str(root), str(probe),
+                           str(root / "tests" / "conftest.py"), "-k", "test_no_svml"],
+                          capture_output=True, text=True, cwd=root, env={**env, "PYTHONSAFEPATH": "1"}, timeout=600)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
