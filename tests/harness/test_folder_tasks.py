@@ -324,9 +324,11 @@ def test_an_explicit_size_is_checked_against_the_folder(pathfinder):
 def test_cli_model_values_are_typed_like_python_ones(pathfinder):
     """`-o model.d_model=8` (a string from the command line) and 8 give one config and one digest."""
     a = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
-                                                                           "model.bidirectional": "true"})
+                                                                           "model.bidirectional": "true",
+                                                                           "eval.metric_batch_size": "4"})
     b = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
-                                                                           "model.bidirectional": True})
+                                                                           "model.bidirectional": True,
+                                                                           "eval.metric_batch_size": 4})
     assert a.model_overrides["d_model"] == 8 and a.digest() == b.digest()
 
 
@@ -346,7 +348,8 @@ def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, 
     from ssmbench.harness.folder_feed import eval_set_for
 
     with caplog.at_level("WARNING"):
-        cfg = RunConfig.resolve("local_attention", "listops_subtrees", "paper", data=listops)
+        cfg = RunConfig.resolve("local_attention", "listops_subtrees", "paper", data=listops,
+                                overrides={"eval.metric_batch_size": 4})  # the 8-sample folder holds no batch of 32
         data = eval_set_for(cfg.with_overrides({"eval.val_samples": 50}), "val")
     notes = [r.getMessage() for r in caplog.records]
     assert any("not the paper's listops_subtrees data (it differs in min_length" in n and
