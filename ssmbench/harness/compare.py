@@ -153,12 +153,31 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) -> dict[str, Any]:
     return {
-        "run": str(path), "task": m["task"], "model": m["model"], "preset": m.get("preset"),
+        "run": str(path), "task": row_name(m["task"], cfg["task_config"]), "model": m["model"],
+        "preset": m.get("preset"),
         "layers": cfg["model_overrides"].get("n_layers", m.get("layers")),
         "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
         "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
         "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
         "time": time, "cells": _scores(m)}
+
+
+def row_name(task: str, task_config: dict[str, Any]) -> str:
+    """A run's table row: its task, plus the task's variant keys (`TaskConfig.added_defaults`) where they are off
+    their default, since a variant is a dataset of its own and must not replace the default's cell.
+
+    >>> row_name("select_fixed", {"L": 4096, "values": "zeros"}), row_name("select_fixed", {"L": 4096})
+    ('select_fixed (values=zeros)', 'select_fixed')
+    """
+    from ..errors import SsmbenchError
+    from ..registry import get_task
+
+    try:
+        added = getattr(get_task(task).Config, "added_defaults", {})
+    except (SsmbenchError, ImportError):  # a plug-in task that is not installed here: its name alone
+        return task
+    variant = [f"{k}={task_config[k]}" for k in sorted(added) if k in task_config and task_config[k] != added[k]]
+    return f"{task} ({', '.join(variant)})" if variant else task
 
 
 def config_group(cfg: dict[str, Any]) -> str:
@@ -202,7 +221,8 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
             col["times"].setdefault(f"{r['task']}@{r['device']}", []).append(r["time_per_step_s"])
     from .suites import task_order
 
-    tasks = sorted({t for c in columns.values() for t in c["seeds"]}, key=task_order())
+    order = task_order()
+    tasks = sorted({t for c in columns.values() for t in c["seeds"]}, key=lambda t: (order(t.split(" (")[0]), t))
     labelled = _distinguish(list(columns.values()))
     for col in columns.values():
         col["cells"] = {t: _aggregate(list(by_seed.values())) for t, by_seed in col["seeds"].items()}

@@ -190,3 +190,16 @@ def test_damaged_json_is_a_note_and_the_rest_is_tabulated(tmp_path, damage):
     assert alone.returncode == 2 and "Traceback" not in alone.stderr, alone.stderr
     assert alone.stderr.strip().splitlines()[-1] == ("Error: none of the given folders holds a finished run with "
                                                      "test scores (see the notes above)")
+
+
+def test_a_task_variant_gets_its_own_row_and_never_replaces_the_default(tmp_path):
+    """SELECT-FIXED with values=zeros is a dataset of its own: same column (same settings), its own row, run after
+    the default and yet not replacing its cell; the default's identity holds no `values` key (added_defaults)."""
+    default = {**_config(2000, 0), "task": "select_fixed", "task_config": {"L": 64, "M": 8}}
+    zeros = {**default, "task_config": {"L": 64, "M": 8, "values": "zeros"}}
+    runs = load_runs([_finished(tmp_path / "noise", default, 0.97), _finished(tmp_path / "zeros", zeros, 0.99)])
+    runs[1]["time"] = runs[0]["time"] + 1  # the variant is the newer run
+    table = build_table(runs)
+    assert table["tasks"] == ["select_fixed", "select_fixed (values=zeros)"] and len(table["columns"]) == 1
+    cells = table["columns"][0]["cells"]
+    assert cells["select_fixed"]["r2"] == 0.97 and cells["select_fixed (values=zeros)"]["r2"] == 0.99
