@@ -14,9 +14,12 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["TaskConfig", "Field", "Spec", "Task", "Mixer", "ModelFactory", "Evaluator", "MetricState",
            "declared_hooks", "undeclared_names"]
@@ -118,9 +121,9 @@ class Task(abc.ABC, Generic[C]):
     """Registry key == module stem == data card stem == HDF5 `task` attribute."""
     version: ClassVar[str]
     """Bumped whenever the bytes produced for the same (config, seed) change."""
-    Config: ClassVar[type]
+    Config: ClassVar[type[TaskConfig]]
     """The task's config class: a frozen `TaskConfig` dataclass that validates itself in `__post_init__`."""
-    presets: ClassVar[Mapping[str, Any]]
+    presets: ClassVar[Mapping[str, TaskConfig]]
     """Named configs, e.g. {"4096": Config(L=4096), "512": Config(L=512)}; selected by `preset_option`."""
     default_preset: ClassVar[str]
     """The preset used when the user names none."""
@@ -225,7 +228,8 @@ class Task(abc.ABC, Generic[C]):
         """
         import dataclasses
 
-        return dataclasses.replace(config, size=size)
+        # a --size task's config has a `size` field, which TaskConfig (the bound of C) cannot declare
+        return dataclasses.replace(config, **{"size": size})
 
     def statistics(self, config: C, block: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Per-split statistics of a block of rows, as arrays that add up across blocks (counts, histograms).
@@ -317,21 +321,21 @@ class Mixer(Protocol):
 
     causal: bool
 
-    def forward(self, x: Any, *, mask: Any | None = None) -> Any: ...
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor: ...
 
 
 class ModelFactory(Protocol):
     """Builds a whole model from the task's Spec: (B, T, ...) -> (B, l_output, d_output)."""
 
-    def __call__(self, spec: Spec, **hparams: Any) -> Any: ...
+    def __call__(self, spec: Spec, **hparams: Any) -> torch.nn.Module: ...
 
 
 class MetricState(Protocol):
     """Sufficient statistics of a metric, summable across batches and ranks."""
 
-    def update(self, pred: Any, target: Any, valid: Any) -> None: ...
+    def update(self, pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> None: ...
 
-    def state_tensors(self) -> list[Any]: ...
+    def state_tensors(self) -> list[torch.Tensor]: ...
 
     def compute(self) -> dict[str, float]: ...
 

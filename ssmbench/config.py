@@ -13,18 +13,23 @@ import tomllib
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
 from .plain import did_you_mean
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-def canonical_json(obj: Any) -> bytes:
+D = TypeVar("D", bound="DataclassInstance")
+
+
+def canonical_json(obj: object) -> bytes:
     """Sorted keys, no whitespace, primitives only: the bytes every digest is taken over."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
 
 
-def config_sha256(config: Mapping[str, Any]) -> str:
+def config_sha256(config: Mapping[str, object]) -> str:
     return hashlib.sha256(canonical_json(dict(config))).hexdigest()
 
 
@@ -45,13 +50,13 @@ def field_docs(cls: type) -> dict[str, str]:
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
         for node, nxt in zip(body, body[1:], strict=False):
             if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant)
+                    and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
                     and isinstance(nxt.value.value, str)):
                 docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
 
-def parse_value(raw: Any, typ: Any = None, name: str = "value") -> Any:
+def parse_value(raw: object, typ: object = None, name: str = "value") -> Any:
     """The one value parser: a command-line string as the type `typ` names (an annotation: int, float, bool, str,
     `X | None`, list / tuple / dict as JSON); `typ=None` reads the string as the literal it spells (8, 1e-3, true,
     [1, 2]) and keeps any other text. Non-strings pass through. A string that is not a `typ` is a ConfigError
@@ -110,7 +115,7 @@ def parse_value(raw: Any, typ: Any = None, name: str = "value") -> Any:
         raise ConfigError(name, f"cannot parse {raw!r} as {kind}") from None
 
 
-def _is_optional(typ: Any) -> bool:
+def _is_optional(typ: object) -> bool:
     return type(None) in typing.get_args(typ)
 
 
@@ -123,7 +128,7 @@ def _literal(text: str, raw: str) -> Any:
         return raw
 
 
-def apply_overrides(config: Any, overrides: Mapping[str, Any]) -> Any:
+def apply_overrides(config: D, overrides: Mapping[str, object]) -> D:
     """A new config with `overrides` (field name -> value or string) applied; unknown keys get a did-you-mean."""
     names = [f.name for f in dataclasses.fields(config)]
     changes = {}

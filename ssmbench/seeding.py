@@ -45,7 +45,7 @@ def splitmix64_array(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def stream_id(task: str, version: str, config: Mapping[str, Any], exempt: Iterable[str] = ()) -> int:
+def stream_id(task: str, version: str, config: Mapping[str, object], exempt: Iterable[str] = ()) -> int:
     """The uint64 stream of a (task, version, config): first 8 bytes of sha256 of its canonical JSON.
 
     `exempt` names config fields left out (the task's `stream_exempt`: they change only how targets are labelled,
@@ -74,7 +74,7 @@ def sample_keys(stream: int, split: str, start: int, stop: int, root_seed: int =
     return splitmix64_array(idx ^ base)
 
 
-def keys_for(task: str, version: str, config: Mapping[str, Any], root_seed: int, split: str,
+def keys_for(task: str, version: str, config: Mapping[str, object], root_seed: int, split: str,
              start: int, stop: int, exempt: Iterable[str] = ()) -> np.ndarray:
     """Keys of samples [start, stop) of one split of one (task, version, config, root seed)."""
     return sample_keys(stream_id(task, version, config, exempt), split, start, stop, root_seed)

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .config import apply_overrides, load_config_file, parse_overrides, parse_value
 from .errors import ConfigError
 from .plain import json_plain
 from .registry import get_task
+
+if TYPE_CHECKING:
+    from .api import Task, TaskConfig
 
 __all__ = ["resolve", "resolve_config", "to_plain", "from_plain", "rebase", "explicit_values",
            "nearest_size_preset", "extra_overrides", "OPTION_OF", "SELECTOR_FIELD"]
@@ -41,19 +44,19 @@ SELECTOR_FIELD = {"length": "L", "size": "size"}
 """The config field that doubles as the preset selector of each `preset_option`."""
 
 
-def _task(task: Any) -> Any:
+def _task(task: str | Task[Any]) -> Task[Any]:
     return get_task(task) if isinstance(task, str) else task
 
 
-def resolve(task: Any, values: Mapping[str, Any] | None = None, *, length: int | None = None,
-            size: int | None = None, preset: str | None = None) -> tuple[Any, str]:
+def resolve(task: str | Task[Any], values: Mapping[str, Any] | None = None, *, length: int | None = None,
+            size: int | None = None, preset: str | None = None) -> tuple[TaskConfig, str]:
     """(config, note) from field values: the preset they select first, then every other value on top.
 
     `task` is a name or a Task instance. The note says which preset a size without a preset started from.
     """
     task = _task(task)
     changes = dict(values or {})
-    given = {"length": length, "size": size, "preset": preset}
+    given: dict[str, int | str | None] = {"length": length, "size": size, "preset": preset}
     for option, value in given.items():
         if value is not None and option != task.preset_option:
             raise ConfigError(OPTION_OF[option], f"{task.name} takes no {OPTION_OF[option]}; "
@@ -77,12 +80,13 @@ def resolve(task: Any, values: Mapping[str, Any] | None = None, *, length: int |
         elif str(value) in task.presets:
             config = task.presets[str(value)]
         else:
-            start = nearest_size_preset(task, value)
-            config = task.resize_config(task.presets[start], value)
+            side = cast(int, value)  # the `size` argument or the size= value, parsed as an int above
+            start = nearest_size_preset(task, side)
+            config = task.resize_config(task.presets[start], side)
             note = f"size {value} has no preset: preset {start} resized to {value} (lengths scaled by the task)"
     else:
         name = value if value is not None else task.default_preset
-        if name not in task.presets:
+        if not isinstance(name, str) or name not in task.presets:
             raise ConfigError("--preset", f"{task.name} has no preset {name!r}; choose from "
                                           f"{', '.join(task.presets)}")
         config = task.presets[name]
@@ -92,7 +96,8 @@ def resolve(task: Any, values: Mapping[str, Any] | None = None, *, length: int |
 
 
 def resolve_config(task_name: str, length: int | None = None, size: int | None = None, preset: str | None = None,
-                   config_file: str | None = None, overrides: Sequence[str] = ()) -> tuple[Any, Any, str]:
+                   config_file: str | None = None,
+                   overrides: Sequence[str] = ()) -> tuple[Task[Any], TaskConfig, str]:
     """(task instance, config, note) from command-line inputs: `--length/--size/--preset`, `--config FILE` and
     `key=value` strings (-o and extra --key options)."""
     task = get_task(task_name)
@@ -104,12 +109,12 @@ def resolve_config(task_name: str, length: int | None = None, size: int | None =
     return task, config, note
 
 
-def to_plain(config: Any) -> dict[str, Any]:
+def to_plain(config: TaskConfig) -> dict[str, Any]:
     """A config's JSON form (tuples as lists): what manifests, run configs and digests store."""
     return json_plain(config.to_dict())
 
 
-def from_plain(task: Any, values: Mapping[str, Any]) -> Any:
+def from_plain(task: str | Task[Any], values: Mapping[str, Any]) -> TaskConfig:
     """The config instance of a stored full JSON form (a manifest's or a run's `config`), field for field."""
     task = _task(task)
     fields = {f.name for f in dataclasses.fields(task.Config)}
@@ -120,7 +125,7 @@ def from_plain(task: Any, values: Mapping[str, Any]) -> Any:
     return apply_overrides(base, dict(values))
 
 
-def explicit_values(task: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+def explicit_values(task: str | Task[Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """The values of a full config that differ from what its selector alone resolves to (what a user changed)."""
     task = _task(task)
     key = SELECTOR_FIELD.get(task.preset_option)
@@ -130,7 +135,7 @@ def explicit_values(task: Any, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if base.get(k) != v or k == key}
 
 
-def _preset_base(task: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+def _preset_base(task: Task[Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """The preset a `--preset` task's config is closest to (fewest differing fields; the default on ties)."""
     plain = {name: to_plain(config) for name, config in task.presets.items()}
 
@@ -140,7 +145,7 @@ def _preset_base(task: Any, values: Mapping[str, Any]) -> dict[str, Any]:
     return plain[min(plain, key=distance)]
 
 
-def rebase(task: Any, current: Mapping[str, Any], changes: Mapping[str, Any]) -> Any:
+def rebase(task: str | Task[Any], current: Mapping[str, Any], changes: Mapping[str, Any]) -> TaskConfig:
     """`current` (a full JSON config) with `changes` applied as `generate` would resolve them.
 
     Changing the selector (`L`, `size`) re-resolves from the preset it selects and keeps only the fields the
@@ -155,7 +160,7 @@ def rebase(task: Any, current: Mapping[str, Any], changes: Mapping[str, Any]) ->
     return resolve(task, {**kept, **changes})[0]
 
 
-def nearest_size_preset(task: Any, size: int) -> str:
+def nearest_size_preset(task: Task[Any], size: int) -> str:
     """The name of the preset with the nearest side to `size` (ties: the smaller), for `--size` tasks.
 
     >>> class Sizes:
@@ -189,7 +194,7 @@ def extra_overrides(args: Sequence[str]) -> list[str]:
     return out
 
 
-def _build(task: Any, **fields: Any) -> Any:
+def _build(task: Task[Any], **fields: Any) -> TaskConfig:
     try:
         return task.Config(**fields)
     except TypeError as exc:

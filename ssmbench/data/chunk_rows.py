@@ -40,14 +40,18 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import h5py  # no type information: h5py's objects are Any to the type checker
 
 try:
     from zlib_ng import zlib_ng as _zlib
 except ImportError:  # a platform without zlib-ng's wheels: CPython's zlib reads the same streams
-    import zlib as _zlib
+    import zlib as _zlib  # type: ignore[no-redef]  # typeshed's zlib: the interface zlib_ng copies
+_INFLATE_ERROR = cast("type[Exception]", _zlib.error)  # zlib_ng.pyi says `error: Exception`; it is the class
 
 DEFLATE, SHUFFLE, FLETCHER32 = 1, 2, 3  # HDF5 filter ids
 _PIPELINES = {(DEFLATE,): False, (DEFLATE, FLETCHER32): False, (SHUFFLE, DEFLATE): True,
@@ -58,7 +62,7 @@ _PIPELINES = {(DEFLATE,): False, (DEFLATE, FLETCHER32): False, (SHUFFLE, DEFLATE
 class DatasetRows:
     """Rows through h5py: `dset[row]` one by one (any layout, any filter)."""
 
-    def __init__(self, dset: Any) -> None:
+    def __init__(self, dset: h5py.Dataset | _Opened) -> None:
         self.dset = dset
 
     def read_into(self, out: np.ndarray, dst: np.ndarray, rows: np.ndarray) -> None:
@@ -71,8 +75,8 @@ class InflatedRows:
     """Rows of a one-row-per-chunk dataset, each chunk fetched raw and inflated here (see the module docstring).
     With `fd` (`file_descriptor` of the dataset's file) the chunks are read at their recorded offsets."""
 
-    def __init__(self, dset: Any, shuffled: bool, fd: int | None = None, shape: tuple[int, ...] | None = None,
-                 dtype: np.dtype | None = None) -> None:
+    def __init__(self, dset: h5py.Dataset | _Opened, shuffled: bool, fd: int | None = None,
+                 shape: tuple[int, ...] | None = None, dtype: np.dtype | None = None) -> None:
         self.dset, self.shuffled = dset, shuffled
         self.dtype = dset.dtype if dtype is None else dtype  # h5py's shape and dtype cost ~50 us a look-up
         shape = dset.shape if shape is None else shape
@@ -81,7 +85,7 @@ class InflatedRows:
         self.row_bytes = self.row_items * self.dtype.itemsize
         self.tail = (0,) * len(self.row_shape)
         self.table = None if fd is None else chunk_table(dset, fd, shape)  # rows x [offset, size, mask]
-        self.fd = -1 if self.table is None else fd
+        self.fd = -1 if fd is None or self.table is None else fd
 
     def read_into(self, out: np.ndarray, dst: np.ndarray, rows: np.ndarray) -> None:
         """out[dst[i]] = row rows[i], for every i. out: (B, *row shape); dst, rows: (n,) int."""
@@ -98,7 +102,7 @@ class InflatedRows:
                 continue
             try:
                 raw = _zlib.decompress(stored)  # checks the stream's Adler-32; ignores the Fletcher-32 trailer
-            except _zlib.error as exc:
+            except _INFLATE_ERROR as exc:
                 raise OSError(f"can't inflate chunk of row {r} ({exc})") from None
             if len(raw) != self.row_bytes:
                 raise OSError(f"chunk of row {r} decodes to {len(raw)} bytes, expected {self.row_bytes}")
@@ -108,7 +112,7 @@ class InflatedRows:
             out[d] = np.ascontiguousarray(flat).view(self.dtype).reshape(self.row_shape)
 
 
-def file_descriptor(f: Any) -> int | None:
+def file_descriptor(f: h5py.File) -> int | None:
     """The OS descriptor of the open h5py file `f` through which its chunks can be read at the offsets HDF5's chunk
     index records; None where they cannot (another file driver than sec2, a user block before HDF5's data)."""
     try:
@@ -117,7 +121,7 @@ def file_descriptor(f: Any) -> int | None:
         return None
 
 
-def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> np.ndarray | None:
+def chunk_table(dset: h5py.Dataset | _Opened, fd: int, shape: tuple[int, ...]) -> np.ndarray | None:
     """(rows, 3) int64: [byte offset, size, filter mask] of each row's chunk of a one-row-chunk dataset of `shape` in the file open
     as `fd` (`file_descriptor`), from one pass over HDF5's chunk index; None where a row's chunk was never written,
     the index cannot be walked, or the first chunk's bytes read at its offset differ from `read_direct_chunk`'s."""
@@ -125,7 +129,7 @@ def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> np.ndarray | None
         return None
     table = np.full((shape[0], 3), -1, np.int64)  # (rows, [offset, size, mask])
 
-    def note(info: Any) -> None:
+    def note(info: h5py.h5d.StoreInfo) -> None:
         table[info.chunk_offset[0]] = (info.byte_offset, info.size, info.filter_mask)
 
     try:
@@ -140,7 +144,8 @@ def chunk_table(dset: Any, fd: int, shape: tuple[int, ...]) -> np.ndarray | None
     return table  # 24 bytes a row, whatever the shard's size
 
 
-def rows_reader(dset: Any, fd: int | None = None) -> DatasetRows | InflatedRows:
+def rows_reader(dset: h5py.Dataset | tuple[h5py.File, str],
+                fd: int | None = None) -> DatasetRows | InflatedRows:
     """The fastest exact reader of `dset`'s rows: `InflatedRows` for one-row chunks through (shuffle,) deflate
     (, Fletcher-32), `DatasetRows` otherwise. `dset` is an h5py Dataset, or `(file, name)`: the dataset is then
     opened through h5py's low-level API, which spares the high-level Dataset's look-up and properties (40-100 us a
@@ -161,15 +166,24 @@ def rows_reader(dset: Any, fd: int | None = None) -> DatasetRows | InflatedRows:
 
 class _Opened:
     """Dataset `name` of h5py file `file` opened through the low-level API, with what the readers use of an h5py
-    Dataset: `.id`, and `[row]` through `file[name]`, looked up on first use (an h5py.Dataset wrapped around the
-    low-level id reads rows ~1.7x slower than the one h5py's look-up makes)."""
+    Dataset: `.id` (and its `.shape` and `.dtype`), and `[row]` through `file[name]`, looked up on first use (an
+    h5py.Dataset wrapped around the low-level id reads rows ~1.7x slower than the one h5py's look-up makes)."""
 
-    def __init__(self, file: Any, name: str) -> None:
+    def __init__(self, file: h5py.File, name: str) -> None:
         import h5py
 
-        self.id, self.file, self.name, self._dataset = h5py.h5d.open(file.id, name.encode()), file, name, None
+        self.id, self.file, self.name = h5py.h5d.open(file.id, name.encode()), file, name
+        self._dataset: h5py.Dataset | None = None
 
-    def __getitem__(self, row: Any) -> np.ndarray:
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.id.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.id.dtype
+
+    def __getitem__(self, row: int) -> np.ndarray:
         if self._dataset is None:
             self._dataset = self.file[self.name]
         return self._dataset[row]

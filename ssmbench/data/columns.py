@@ -32,13 +32,15 @@ torch is imported only by the functions that make tensors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import ring
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["ColumnPlan", "Batch", "Columns", "collate", "PIPE_BYTES"]
 
@@ -48,6 +50,10 @@ go through one new shared-memory tensor. Measured once on the 2-core VM under ot
 loader with workers): a pipe message cost ~0.5 ms at 512 KiB (PF-128, B = 16) but ~2.2 ms at 1 MiB (PF-512, B = 2:
 many 64 KiB pipe reads and page faults), a shared-memory hand-over ~0.7-1 ms at either size (a socket connection
 to the worker per descriptor)."""
+
+
+_Column = tuple[np.ndarray, np.dtype, tuple[float, float] | None]
+"""How a column is made: the stored column viewed in the yielded shape, the yielded dtype, (a, b) to scale by."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ class ColumnPlan:
         e.g. a worker's shared-memory slot), each column is written there instead of into new memory."""
         if self.transform == "numpy":
             return stored
-        cols = {}
+        cols: dict[str, np.ndarray] = {}
         for k, (source, dtype, scale) in self._recipe(stored).items():
             if out is not None:
                 column = out[k]
@@ -88,18 +94,21 @@ class ColumnPlan:
         """Where each yielded column of this batch goes in a slot, and the bytes they take (`ring.layout_of`)."""
         return ring.layout_for({k: (dtype.str, source.shape) for k, (source, dtype, _) in self._recipe(stored).items()})
 
-    def tensors(self, stored: dict[str, np.ndarray], out: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    def tensors(self, stored: dict[str, np.ndarray],
+                out: dict[str, np.ndarray] | None = None) -> dict[str, torch.Tensor]:
         """{name: (B, ...) tensor}: `arrays` as tensors (sharing memory with them: no copy where no cast is needed).
         For "numpy" this is what `default_collate` makes of the NumPy items: the stored arrays as tensors."""
         import torch
 
         return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.arrays(stored, out).items()}
 
-    def _recipe(self, stored: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.dtype, Any]]:
+    def _recipe(self, stored: dict[str, np.ndarray]) -> dict[str, _Column]:
         """{name: (the stored column viewed in the yielded shape, the yielded dtype, (a, b) to scale by or None)}."""
         model = self.transform == "model"
         x, y = stored["inputs"], stored["targets"]
         b = len(x)
+        inputs: _Column
+        targets: _Column
         if self.input_kind == "pixels":  # (B, T, 1) row-major flattening of each image
             x = x.reshape(b, -1, 1)
             inputs = (x, np.dtype(np.float32), self.input_scale or (1.0, 0.0)) if model else (x, x.dtype, None)
@@ -113,19 +122,19 @@ class ColumnPlan:
             targets = (y, np.dtype(np.int64) if model else y.dtype, None)
         else:  # regression: float32 as stored
             targets = (y, np.dtype(np.float32), None)
-        recipe = {"inputs": inputs, "targets": targets, "sample_index": (stored["sample_index"],
-                                                                         stored["sample_index"].dtype, None)}
+        recipe: dict[str, _Column] = {"inputs": inputs, "targets": targets,
+                                      "sample_index": (stored["sample_index"], stored["sample_index"].dtype, None)}
         for k in self.fields:
             v = stored[k]
             recipe[k] = (v, np.dtype(np.float32 if v.dtype.kind == "f" else np.int64) if model else v.dtype, None)
         return recipe
 
 
-class Batch(list):
+class Batch(list[dict[str, Any]]):
     """The items of one batched fetch, which also carries the batch they were cut from: `columns` ({name: (B, ...)
     tensor}, the collated batch; None until `collate` needs it), `stored` (the arrays as read) and `plan`."""
 
-    def __init__(self, items: list[Any], columns: dict[str, Any] | None = None, *,
+    def __init__(self, items: list[dict[str, Any]], columns: dict[str, torch.Tensor] | None = None, *,
                  stored: dict[str, np.ndarray] | None = None, plan: ColumnPlan | None = None,
                  reservation: ring.Reservation | None = None) -> None:
         super().__init__(items)
@@ -137,9 +146,9 @@ class Batch(list):
         "numpy", which makes no tensor). In a DataLoader worker the columns are made straight in a slot of its
         ring where one is free (`ring.reserve`), so that they travel without a copy."""
         if plan.transform == "numpy":
-            rows = [list(v) for v in stored.values()]  # per field: B row views (NumPy scalars for (B,) fields)
-            return cls([dict(zip(stored, r, strict=True)) for r in zip(*rows, strict=True)], stored=stored,
-                       plan=plan)
+            per_field = [list(v) for v in stored.values()]  # B row views each (NumPy scalars for (B,) fields)
+            return cls([dict(zip(stored, r, strict=True)) for r in zip(*per_field, strict=True)],
+                       stored=stored, plan=plan)
         reserved = ring.reserve(*plan.layout(stored)) if _in_worker() else None  # no layout in the main process
         reservation, out = reserved if reserved is not None else (None, None)
         columns = plan.tensors(stored, out)
@@ -148,7 +157,7 @@ class Batch(list):
                    reservation=reservation)
 
 
-def _version(tensor: Any) -> int | None:
+def _version(tensor: torch.Tensor) -> int | None:
     """The tensor's in-place modification counter (None where it keeps none: inference-mode tensors)."""
     try:
         return tensor._version
@@ -156,18 +165,19 @@ def _version(tensor: Any) -> int | None:
         return None
 
 
-def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, Any]:
+def _rebuild(plan: ColumnPlan, stored: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     """Unpickling a `Columns`: the same plan applied to the same stored arrays, in the receiving process."""
     return plan.tensors(stored)
 
 
-def _rebuild_from_ring(plan: ColumnPlan, *shipped: Any) -> dict[str, Any]:
+def _rebuild_from_ring(plan: ColumnPlan, ring_id: str, tensor: torch.Tensor | None, slot: int, base: int,
+                       layout: ring.Layout) -> dict[str, torch.Tensor]:
     """Unpickling a `Columns` whose stored arrays came through a worker's ring: the plan applied to them there (a
     column the plan does not cast stays a view of the slot, which then stays in use as long as it lives)."""
-    return plan.tensors({k: t.numpy() for k, t in ring.receive(*shipped).items()})
+    return plan.tensors({k: t.numpy() for k, t in ring.receive(ring_id, tensor, slot, base, layout).items()})
 
 
-def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, ring.Layout]:
+def _pack(stored: dict[str, np.ndarray]) -> tuple[torch.Tensor, ring.Layout]:
     """The stored arrays copied into one new shared-memory uint8 tensor, and their layout (`ring.layout_of`)."""
     import torch
 
@@ -177,16 +187,16 @@ def _pack(stored: dict[str, np.ndarray]) -> tuple[Any, ring.Layout]:
     return flat, layout
 
 
-def _rebuild_packed(plan: ColumnPlan, flat: Any, layout: ring.Layout) -> dict[str, Any]:
+def _rebuild_packed(plan: ColumnPlan, flat: torch.Tensor, layout: ring.Layout) -> dict[str, torch.Tensor]:
     """Unpickling a packed `Columns`: the stored arrays as views into the shared tensor, then the plan."""
     return plan.tensors(ring.views(flat.numpy(), 0, layout))
 
 
-class Columns(dict):
+class Columns(dict[str, "torch.Tensor"]):
     """{name: (B, ...) tensor} collated in a DataLoader worker: it pickles as the stored arrays and its plan (see
     the module docstring), unless it was changed after collation; it unpickles as a plain dict."""
 
-    def __init__(self, columns: dict[str, Any], stored: dict[str, np.ndarray], plan: ColumnPlan,
+    def __init__(self, columns: dict[str, torch.Tensor], stored: dict[str, np.ndarray], plan: ColumnPlan,
                  reservation: ring.Reservation | None = None) -> None:
         super().__init__(columns)
         self.stored, self.plan, self.reservation = stored, plan, reservation
@@ -227,12 +237,15 @@ def _in_worker() -> bool:
     return ring.in_dataloader_worker()
 
 
-def collate(items: Sequence[Any]) -> Any:
+def collate(items: list[Any]) -> Any:
     """`collate_fn` for a DataLoader over a FolderDataset: the columns `__getitems__` already made, without the
     copy `default_collate` would make; in a worker, as `Columns`, which cross to the main process in the stored
     dtypes. Any other list goes to `default_collate`."""
     if isinstance(items, Batch) and (items.columns is not None or items.plan is not None):
-        columns = items.columns if items.columns is not None else items.plan.tensors(items.stored)
+        columns = items.columns
+        if columns is None:  # "numpy" items: `Batch.of` set `plan` and `stored`, and made no tensors
+            assert items.plan is not None and items.stored is not None
+            columns = items.plan.tensors(items.stored)
         if items.plan is not None and items.stored is not None and _in_worker():
             return Columns(columns, items.stored, items.plan, items.reservation)
         return columns

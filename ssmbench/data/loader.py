@@ -57,15 +57,18 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..api import Field, Spec
 from ..errors import DatasetError, VerificationError
-from .chunk_rows import file_descriptor, rows_reader
+from .chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
+
+if TYPE_CHECKING:
+    import h5py  # no type information: h5py's objects are Any to the type checker
 
 __all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS",
            "DamagedDataError", "check_shard_files"]
@@ -225,6 +228,10 @@ def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_tas
                            f"{info.get('num_samples')}", "re-download or regenerate the dataset")
 
 
+_Source = np.ndarray | DatasetRows | InflatedRows
+"""Where a shard's field is read from: a per-sample scalar field decoded whole, or a row reader."""
+
+
 class FolderDataset:
     """Map-style dataset over one split of a dataset folder; build it with `open_dataset`.
 
@@ -270,7 +277,7 @@ class FolderDataset:
         self._sha256 = np.array([s.get("sha256") or "" for s in shards], dtype=np.str_)  # (S,) "": not recorded
         self.shard_starts = np.array([0] + [s["sample_stop"] for s in shards], dtype=np.int64)  # (S + 1,)
         self.max_open_files = max(1, int(max_open_files))
-        self._files: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._files: OrderedDict[int, tuple[h5py.File, dict[str, _Source]]] = OrderedDict()
         self._pid = os.getpid()
 
     # ------------------------------------------------------------------------------------------------- protocol
@@ -308,7 +315,9 @@ class FolderDataset:
         columns `collate` hands on as the batch)."""
         batch = self.read_rows(indices)
         if self._plan is None:  # a callable transform: item by item
-            return [self.transform({k: v[i] for k, v in batch.items()}) for i in range(len(batch["sample_index"]))]
+            transform = self.transform
+            assert callable(transform)  # `_plan` is None only for a callable transform
+            return [transform({k: v[i] for k, v in batch.items()}) for i in range(len(batch["sample_index"]))]
         return Batch.of(batch, self._plan)
 
     def shards_of(self, indices: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -356,7 +365,7 @@ class FolderDataset:
             else:  # one chunk per row (ssmbench.data.chunk_rows)
                 source.read_into(out[k], sel, rows)
 
-    def _open(self, s: int) -> dict[str, Any]:
+    def _open(self, s: int) -> dict[str, _Source]:
         """Row readers of shard `s`, opened in this process (LRU-bounded); scalar fields are read whole."""
         if self._pid != os.getpid():  # forked with handles from the parent: never use them here
             self._files, self._pid = OrderedDict(), os.getpid()

@@ -12,13 +12,14 @@ import hashlib
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import __version__
 from ..config import config_sha256
 from ..errors import DatasetError
+from ..plain import file_sha256
 from ..registry import get_task
 from ..seeding import SEED_SCHEME
 from .provenance import created_utc, environment
@@ -27,15 +28,17 @@ from .shards import (
     SPLIT_ORDER,
     atomic_write_bytes,
     atomic_write_json,
-    file_sha256,
     shard_done,
     storage_fields,
 )
 
+if TYPE_CHECKING:
+    from .build import BuildPlan  # build.py imports this module
+
 SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 
 
-def content_digest(root: Path, plan: Any) -> str:
+def content_digest(root: Path, plan: BuildPlan) -> str:
     h = hashlib.sha256()
     for shard in plan.shards:
         h.update(np.load(root / shard.rowhashes).tobytes())
@@ -50,7 +53,7 @@ def merge_statistics(records: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: list[str] | None = None,
+def finalize(root: Path, plan: BuildPlan, argv: list[str] | None = None, explicit: list[str] | None = None,
              extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
@@ -60,8 +63,8 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
     config = from_plain(task, plan.config)
     spec = task.spec(config)
     fields = storage_fields(spec, plan.codec)
-    splits: dict[str, Any] = {s: {"num_samples": plan.sizes[s], "shards": []} for s in SPLIT_ORDER}
-    missing = []
+    splits: dict[str, dict[str, Any]] = {s: {"num_samples": plan.sizes[s], "shards": []} for s in SPLIT_ORDER}
+    missing: list[str] = []
     records: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLIT_ORDER}
     for shard in plan.shards:
         record = shard_done(root, shard)
@@ -74,7 +77,7 @@ def finalize(root: Path, plan: Any, argv: list[str] | None = None, explicit: lis
     if missing:
         raise DatasetError(f"cannot finalize {root}: {len(missing)} shard(s) missing or corrupt, "
                            f"e.g. {missing[0]}", "re-run the same generate command to write them")
-    files = []
+    files: list[dict[str, Any]] = []
     fixed = task.fixed_arrays(config)
     if fixed:
         (name, arr), = fixed.items()

@@ -33,9 +33,14 @@ import math
 import os
 import uuid
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+    import torch.utils.data
 
 RING_BYTES, SHM_SHARE = 64 << 20, 8
 """Most shared memory one worker's ring takes (slots of the first large batch's size, at most MAX_SLOTS): RING_BYTES,
@@ -52,6 +57,9 @@ _ALIGN = 64
 _FREE, _BUSY = 0, 1
 
 Layout = list[tuple[str, str, tuple[int, ...], int]]  # (name, dtype, shape, byte offset in the slot)
+if TYPE_CHECKING:
+    Handle = tuple[str, torch.Tensor | None, int, int, Layout]
+    """What `receive` takes: (ring id, the ring's tensor or None, slot, byte offset, layout)."""
 
 
 def layout_of(stored: dict[str, np.ndarray]) -> tuple[Layout, int]:
@@ -109,7 +117,7 @@ class _Ring:
 
 
 _worker_ring: tuple[int, _Ring | None] | None = None  # (pid, ring or None if none could be made); a fork makes its own
-_held: dict[str, tuple[Any, np.ndarray]] = {}  # consumer's end: ring id -> (tensor, its bytes)
+_held: dict[str, tuple[torch.Tensor, np.ndarray]] = {}  # consumer's end: ring id -> (tensor, its bytes)
 
 
 def fits(nbytes: int) -> bool:
@@ -119,13 +127,13 @@ def fits(nbytes: int) -> bool:
     return 0 < nbytes and ring_budget() // nbytes >= MIN_SLOTS
 
 
-def ship(batch: dict[str, np.ndarray], min_bytes: int | None = None) -> tuple[Any, ...] | None:
+def ship(batch: dict[str, np.ndarray], min_bytes: int | None = None) -> Handle | None:
     """Worker side: copy the batch's arrays into the ring's next slot; return what `receive` takes, `(ring id,
     tensor or None, slot, byte offset, layout)`, or None (too small, too large for a slot, or the slot in use)."""
     layout, total = layout_of(batch)
     ring = _ring_for(total, min_bytes)
     slot = None if ring is None else _take(ring)
-    if slot is None:
+    if ring is None or slot is None:
         return None
     copy_in(ring.buf, ring.header + slot * ring.slot_bytes, layout, batch)
     return _handle(ring, slot, layout)
@@ -137,7 +145,7 @@ class Reservation:
     def __init__(self, ring: _Ring, slot: int, layout: Layout) -> None:
         self.ring, self.slot, self.layout, self.shipped = ring, slot, layout, False
 
-    def ship(self) -> tuple[Any, ...] | None:
+    def ship(self) -> Handle | None:
         """What `receive` takes, as `ship` returns it, without a copy (the arrays were made in the slot); None if
         this batch was shipped before."""
         if self.shipped:
@@ -153,14 +161,15 @@ def reserve(layout: Layout, total: int, min_bytes: int | None = None) -> tuple[R
     `ship` would refuse a batch of `total` bytes."""
     ring = _ring_for(total, min_bytes)
     slot = None if ring is None else _take(ring)
-    if slot is None:
+    if ring is None or slot is None:
         return None
     reservation = Reservation(ring, slot, layout)
     base = ring.header + slot * ring.slot_bytes
     return reservation, _kept_views(ring.buf, base, layout, _release, ring.flags, slot, reservation)
 
 
-def receive(ring_id: str, tensor: Any, slot: int, base: int, layout: Layout) -> dict[str, Any]:
+def receive(ring_id: str, tensor: torch.Tensor | None, slot: int, base: int,
+            layout: Layout) -> dict[str, torch.Tensor]:
     """Consumer side: the batch as {name: tensor}, views into the slot, which is marked free once they are all gone."""
     import torch
 
@@ -204,14 +213,15 @@ def _take(ring: _Ring) -> int | None:
     return slot
 
 
-def _handle(ring: _Ring, slot: int, layout: Layout) -> tuple[Any, ...]:
+def _handle(ring: _Ring, slot: int, layout: Layout) -> Handle:
     """What travels for a batch in `slot`: the ring's tensor goes with its first batch only."""
     tensor = None if ring.announced else ring.tensor
     ring.announced = True
     return ring.id, tensor, slot, ring.header + slot * ring.slot_bytes, layout
 
 
-def _kept_views(buf: np.ndarray, base: int, layout: Layout, on_free: Any, *args: Any) -> dict[str, np.ndarray]:
+def _kept_views(buf: np.ndarray, base: int, layout: Layout, on_free: Callable[..., None],
+                *args: object) -> dict[str, np.ndarray]:
     """The arrays of `layout` as views into `buf` at `base`; `on_free(*args)` runs once they are all gone."""
     import torch
 
@@ -242,7 +252,7 @@ def _free(buf: np.ndarray, slot: int) -> None:
 _said_in_process = False
 
 
-def start_workers_or_read_here(loader: Any) -> bool:
+def start_workers_or_read_here(loader: torch.utils.data.DataLoader[Any]) -> bool:
     """Before a DataLoader starts its worker processes: make (and drop) one semaphore, the first thing its queues
     make, in /dev/shm on Linux. Where that fails (a /dev/shm already full: `OSError` ENOSPC from multiprocessing,
     which used to end the run with a traceback), set `loader.num_workers = 0`, so its batches are read in this

@@ -30,15 +30,14 @@ dataset has no such attribute).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sized
 
 import numpy as np
 
 __all__ = ["ShardAwareSampler", "EvalShardSampler", "shard_starts_of"]
 
 
-def shard_starts_of(dataset: Any) -> np.ndarray:
+def shard_starts_of(dataset: Sized) -> np.ndarray:
     """(S + 1,) int64 sample offsets of the dataset's shards; [0, len] when it does not say."""
     starts = getattr(dataset, "shard_starts", None)
     if starts is None:
@@ -64,7 +63,7 @@ class ShardAwareSampler:
     torch.distributed's when it is initialised, else 0 and 1.
     """
 
-    def __init__(self, dataset: Any, shuffle: bool = True, seed: int = 0, epoch: int = 0, window: int = 4,
+    def __init__(self, dataset: Sized, shuffle: bool = True, seed: int = 0, epoch: int = 0, window: int = 4,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True) -> None:
         self.starts = shard_starts_of(dataset)
         self.n = int(self.starts[-1])
@@ -113,7 +112,7 @@ class ShardAwareSampler:
 class EvalShardSampler:
     """Rank `rank`'s contiguous slice of the split in index order: every sample exactly once over all ranks."""
 
-    def __init__(self, dataset: Any, rank: int | None = None, world_size: int | None = None) -> None:
+    def __init__(self, dataset: Sized, rank: int | None = None, world_size: int | None = None) -> None:
         self.n = int(shard_starts_of(dataset)[-1])
         self.rank, self.world_size = _dist_default(rank, world_size)
         if not 0 <= self.rank < self.world_size:

@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from ..errors import ConfigError, DatasetError
 from ..registry import get_task
 from ..seeding import keys_for
 from ..task_config import resolve
+
+if TYPE_CHECKING:
+    from ..api import Task, TaskConfig
 
 
 class TaskStream:
@@ -40,21 +43,24 @@ class TaskStream:
     `L` / `size` selects, then the other values); None is the task's default preset.
     """
 
-    def __init__(self, task: str, config: Any | Mapping[str, Any] | None = None, seed: int = 0) -> None:
-        self.task = get_task(task)
+    def __init__(self, task: str, config: TaskConfig | Mapping[str, Any] | None = None,
+                 seed: int = 0) -> None:
+        self.task: Task[Any] = get_task(task)
         if self.task.deduplicate:
             raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
                                "the whole dataset, so they are not the raw key stream",
                                f"build it with `ssmbench generate {self.task.name}` and read it with "
                                "ssmbench.data.loader.open_dataset(folder, split)")
         if config is None:
-            config = self.task.presets[self.task.default_preset]
+            resolved = self.task.presets[self.task.default_preset]
         elif isinstance(config, Mapping):
-            config, _ = resolve(self.task, config)
-        self.config = config
+            resolved, _ = resolve(self.task, config)
+        else:
+            resolved = config
+        self.config = resolved
         self.seed = seed
-        self.spec = self.task.spec(config)
-        self._cfg = config.to_dict()
+        self.spec = self.task.spec(resolved)
+        self._cfg = resolved.to_dict()
 
     def samples(self, split: str, start: int, stop: int) -> dict[str, np.ndarray]:
         """Samples [start, stop) of a split, with their `sample_id`."""
