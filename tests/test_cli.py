@@ -85,7 +85,7 @@ def test_generate_verify_roundtrip_and_errors(tmp_path):
     bad = run("verify", str(folder))
     assert bad.returncode == 3 and "FAIL" in bad.stdout and "Traceback" not in bad.stderr
     missing = run("verify", str(tmp_path / "nothing"))
-    assert missing.returncode == 2 and "no dataset" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
 def test_config_options_as_flags_and_dry_run(tmp_path):

@@ -210,7 +210,7 @@ def check_fits(task_name: str, config: Any, out: str | Path | None = None, n: in
     task = get_task(task_name)
     sizes = split_sizes(n if n is not None else task.default_n, split or task.default_split)
     check_fits_before_planning(data_root(out) / dataset_name(task, config), task, config, sum(sizes.values()),
-                               seed, codec)
+                               seed, codec, plan_build=plan_build)
 
 
 def _check_folder(path: Path, plan: BuildPlan, overwrite: bool) -> None:

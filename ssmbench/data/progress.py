@@ -8,7 +8,7 @@ good enough to count and to size, never to decide that a shard may be skipped (`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ PROBE_N = 64
 
 
 def check_fits_before_planning(folder: Path, task: Any, config: Any, total: int, seed: int = 0,
-                               codec: str | None = None) -> None:
+                               codec: str | None = None, *, plan_build: Callable[..., Any]) -> None:
     """Refuse (`space.DiskFullError`) a build of `total` samples whose shards cannot fit the free space of
     `folder`'s file system, before its shard plan is made (planning millions of shards takes minutes).
 
@@ -101,7 +101,6 @@ def check_fits_before_planning(folder: Path, task: Any, config: Any, total: int,
     if task.spec(config).bytes_per_sample() * total * factor <= free:
         return
     check_writable(folder)  # a read-only or virtual file system reports 0 B free: say that instead
-    from .build import plan_build
     from .estimate import estimate_build
 
     probe = plan_build(task.name, config, n=PROBE_N, seed=seed, codec=codec)
