@@ -113,12 +113,98 @@ def eval_command(model: str | None, task: str | None, length: int | None, size: 
     deadline = _deadline(time_limit, keys)  # before anything slow: a bad DURATION is one line, exit 2
     if deadline is not None and (checkpoint or evaluator == "score_only"):
         raise click.UsageError("--time-limit stops training runs; --checkpoint / --evaluator score_only train nothing")
+    if resume_dir:
+        _resume_takes_its_config(click.get_current_context(), keys, log_samples)
+    _early_checks(model, preset, config_file, keys, device, checkpoint, evaluator)
     try:
         _eval(model, task, length, size, data, preset, config_file, keys, seed, seeds, device, precision, compile_,
               out, runs_root, resume_dir, deadline, checkpoint, evaluator, split, logger, log_samples, force,
               allow_noncausal, quiet, as_json)
     except TimeLimitReached as exc:
         _stopped(exc, as_json)
+
+
+RUN_DEFINING = ("model", "task", "length", "size", "preset", "config_file", "seed", "seeds", "precision", "evaluator",
+                "split", "allow_noncausal", "out", "runs_root")
+"""eval's options that define (or place) a run: `--resume` takes the run's own, so each is a usage error there."""
+
+
+def _resume_takes_its_config(ctx: click.Context, keys: dict[str, Any], log_samples: bool) -> None:
+    """`--resume RUN` with an option that defines a run (--model, --task, --preset, --seed, --out, ...) or an -o key
+    that --resume cannot change: one line naming it (exit 2), instead of a run that silently ignores it."""
+    from click.core import ParameterSource
+
+    from ..errors import ConfigError
+    from ..harness.evaluation import RESUMABLE_KEYS
+
+    hint = ("--resume takes -o train.steps=N (to extend the run), --time-limit, --device, --data, --compile, "
+            "-o data.workers=N, --logger, --force, -q, --json; to change the run itself, start a new one")
+    for name in RUN_DEFINING:
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            option = next(o for o in ctx.command.params if o.name == name).opts[-1]
+            raise ConfigError(option, "not with --resume, which continues the run with its own config "
+                              "(config.json)", hint)
+    if log_samples:
+        raise ConfigError("--log-samples", "not with --resume, which continues the run with its own config "
+                          "(config.json)", hint)
+    bad = [k for k in keys if k not in RESUMABLE_KEYS]
+    if bad:
+        raise ConfigError(bad[0], "cannot change on --resume: it takes the run's own config (its config.json)",
+                          f"only {', '.join(RESUMABLE_KEYS)} may be given; start a new run to change anything else")
+
+
+def _early_checks(model: str | None, preset: str, config_file: str | None, keys: dict[str, Any],
+                  device: str | None, checkpoint: str | None, evaluator: str | None) -> None:
+    """What can be checked from names, tables and files alone, before torch, Numba or a model is imported (those
+    take 15-20 s on a busy machine): registered model and evaluator names (the registry's tables, not the plug-ins),
+    the preset name, -o keys and values of the train / eval / data / hardware sections, --device, and that
+    --checkpoint exists. Task names (--task also takes the groups the tasks declare), model and task keys
+    (-o model.*, -o L=...) need the tasks' and the model's own code and are checked when they are loaded."""
+    from ..config import load_config_file
+    from ..errors import ConfigError
+    from ..harness.run_config import check_keys
+    from ..registry import evaluators, models
+
+    if checkpoint is not None and not os.path.isfile(checkpoint):
+        what = "is a folder" if os.path.isdir(checkpoint) else "does not exist"
+        raise ConfigError("--checkpoint", f"{checkpoint} {what}",
+                          "pass a checkpoint that `ssmbench eval` wrote (RUN/checkpoints/best.pt or last.pt)")
+    if model is not None and ":" not in model:
+        models.canonical(model)
+    if evaluator is not None and ":" not in evaluator:
+        evaluators.canonical(evaluator)
+    if preset not in ("quick", "paper"):
+        from ..harness.presets import paper_rows
+
+        rows = paper_rows()
+        if preset not in rows:
+            import difflib
+
+            close = difflib.get_close_matches(preset, ["quick", "paper", *rows], n=1)
+            raise ConfigError("--preset", f"unknown preset {preset!r}" + (f"; did you mean {close[0]!r}?" if close
+                                                                           else ""), "run `ssmbench ls presets`")
+    file_keys = dict(load_config_file(config_file)) if config_file else {}
+    check_keys({**file_keys, **keys})
+    for asked in (device, keys.get("hardware.device"), file_keys.get("hardware.device")):
+        if isinstance(asked, str):
+            _check_device(asked.strip())
+
+
+def _check_device(name: str) -> None:
+    """--device's form, and `cuda` on a Linux machine with no GPU device node at all (torch would say the same after
+    its import); anything else is left to torch."""
+    import glob
+
+    from ..errors import ConfigError
+
+    if name in ("auto", "cpu"):
+        return
+    if not (name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise ConfigError("--device", f"expected auto, cpu, cuda or cuda:i, got {name!r}")
+    nodes = ("/dev/nvidia[0-9]*", "/dev/nvhost*", "/dev/nvmap", "/dev/kfd", "/dev/dxg")
+    if sys.platform.startswith("linux") and not any(glob.glob(pattern) for pattern in nodes):
+        raise ConfigError("--device", f"{name} was asked for but this machine has no usable CUDA device",
+                          "use --device cpu (or auto)")
 
 
 def _deadline(flag: str | None, keys: dict[str, Any]) -> Any:

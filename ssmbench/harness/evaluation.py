@@ -10,6 +10,14 @@ The resolved `RunConfig` is written to `RUN/config.json` before the first step; 
 folder itself, so a folder copied to another path or machine resumes there (a folder task's dataset, recorded by
 its absolute path, is looked up by its dataset_id under the data root when that path is gone there).
 
+One process writes a run folder at a time (`run_folder.run_lock`, `RUN/.lock`): a second `evaluate` or `resume` of
+the same folder is refused naming the holder. A folder whose run saved no step (config.json but no last.pt: killed
+before its first checkpoint) starts again from step 0 with a note, under `resume` and under `evaluate` of the same
+config (a suite's re-run); another config there is refused as before. The intra-op thread count a run starts with
+is recorded in config.json (`hardware.threads`), so a resumed run keeps the reduction order of its start and its
+weights stay bit-identical to an uninterrupted run's, whatever `data.workers`, the machine or `OMP_NUM_THREADS` are
+at resume.
+
 `time_limit=` (seconds, a DURATION such as "4h" or "1h30m", or a `time_limit.Deadline`) stops training cleanly
 before the limit with `last.pt` saved and raises `TimeLimitReached` (exit 75); `resume(RUN, time_limit=...)`
 continues. From Python the limit counts from the call; the `ssmbench eval` command counts from the process start.
@@ -25,9 +33,13 @@ Example (a tiny CPU run; `quiet` silences the progress bar):
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 import shutil
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +47,14 @@ from typing import Any
 from ..errors import ConfigError, SsmbenchError
 from . import time_limit as TL
 from .run_config import RunConfig
-from .run_folder import RunFolder, default_run_dir
+from .run_folder import RunFolder, default_run_dir, run_lock
 
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
                   "hardware.threads", "train.time_limit")
+"""What `--resume` may set: more steps, the command's own settings, and how the same run is fed and placed."""
+
+NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "threads")}
+"""config.json keys that do not define a run: a folder that saved no step restarts when only these differ."""
 
 
 @dataclass
@@ -103,35 +119,55 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
            logger: str | None = None, force: bool = False,
            time_limit: TL.Deadline | float | str | None = None) -> EvalResult:
     """Continue an interrupted run from `RUN/checkpoints/last.pt` (or extend a finished one with train.steps);
-    `time_limit` as in `evaluate` (a limit of the run's earlier commands does not carry over)."""
+    `time_limit` as in `evaluate` (a limit of the run's earlier commands does not carry over). A run that saved no
+    step (killed before its first checkpoint) starts again from step 0 with its own config, with a note. Refused
+    while another process writes the folder."""
     run = RunFolder(run_dir)
     if not run.config_path.exists():
         raise ConfigError("--resume", f"{run.path} is not an ssmbench run folder (no config.json)",
                           "pass the folder that `ssmbench eval` printed")
     bad = [k for k in (overrides or {}) if k not in RESUMABLE_KEYS]
     if bad:
-        raise ConfigError(bad[0], "cannot change on --resume (the run would no longer be reproducible)",
-                          f"only {', '.join(RESUMABLE_KEYS)} may change; start a new run otherwise")
-    try:
-        config = RunConfig.from_json(run.read_config())
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ConfigError("--resume", f"{run.config_path} is not an ssmbench run config ({exc})") from None
-    old_steps = config.train.steps
-    overrides = dict(overrides or {})
-    if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
-        overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
-    config = _relocate_data(config.with_overrides(overrides), explicit="data.path" in overrides).validate()
-    deadline = _deadline(time_limit, config)
-    if not run.last.exists():
-        raise ConfigError("--resume", f"{run.path} has no checkpoints/last.pt to resume from",
-                          "start it again with `ssmbench eval` (no step was saved)")
-    if run.finished and config.train.steps <= old_steps:
-        raise ConfigError("--resume", f"{run.path} has already finished ({old_steps} steps)",
-                          "pass -o train.steps=N with a larger N to extend it, or start a new run")
-    if run.finished:
-        run.metrics_path.replace(run.path / "metrics.previous.json")
-    with TL.scope(deadline):
-        return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+        raise ConfigError(bad[0], "cannot change on --resume: it takes the run's own config (its config.json), "
+                          "so the run stays reproducible", f"only {', '.join(RESUMABLE_KEYS)} may be given; start "
+                          "a new run (another --out) to change anything else")
+    with _writer_lock(run.path, os.environ.get("RANK", "0") == "0"):
+        try:
+            config = RunConfig.from_json(run.read_config())
+        except (TypeError, ValueError, KeyError) as exc:
+            saved = "" if run.last.exists() else "; no step was saved: delete the folder and start the run again"
+            raise ConfigError("--resume", f"{run.config_path} is not an ssmbench run config ({exc}){saved}") \
+                from None
+        old_steps = config.train.steps
+        overrides = dict(overrides or {})
+        if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
+            overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
+        config = _relocate_data(config.with_overrides(overrides), explicit="data.path" in overrides).validate()
+        deadline = _deadline(time_limit, config)
+        if run.finished and config.train.steps <= old_steps:
+            raise ConfigError("--resume", f"{run.path} has already finished ({old_steps} steps)",
+                              "pass -o train.steps=N with a larger N to extend it, or start a new run")
+        if not run.last.exists():
+            if run.finished:
+                raise ConfigError("--resume", f"{run.path} has finished but holds no checkpoints/last.pt to extend",
+                                  "start a new run with more steps")
+            with TL.scope(deadline):  # nothing was saved: the same run from step 0 (train_and_score says so)
+                return train_and_score(config, run.path, None, quiet=quiet, logger=logger, force=force,
+                                       restart=True)
+        if run.finished:
+            run.metrics_path.replace(run.path / "metrics.previous.json")
+        with TL.scope(deadline):
+            return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+
+
+@contextlib.contextmanager
+def _writer_lock(path: Path, is_main: bool) -> Iterator[None]:
+    """The run folder's lock on the process that writes it (rank 0 under torchrun); nothing on other ranks."""
+    if not is_main:
+        yield
+        return
+    with run_lock(path):
+        yield
 
 
 def _relocate_data(config: RunConfig, explicit: bool) -> RunConfig:
@@ -161,9 +197,11 @@ def _relocate_data(config: RunConfig, explicit: bool) -> RunConfig:
 
 
 def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
-                    quiet: bool = False, logger: str | None = None, force: bool = False) -> EvalResult:
+                    quiet: bool = False, logger: str | None = None, force: bool = False,
+                    restart: bool = False) -> EvalResult:
     """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
-    model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test."""
+    model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test.
+    `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`)."""
     import torch
 
     from . import distributed as D
@@ -171,7 +209,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     from .facts import check_direction, model_facts
     from .folder_feed import probe_inputs
     from .loggers import check_logger, make_logger
-    from .memory import check_fits
+    from .memory import check_batch_fits, check_fits
     from .plots import learning_curves
     from .threads import apply_threads
     from .trainer import setup, train
@@ -179,42 +217,100 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     prefer_fork_safe_numba()
     check_logger(logger)
     threads = apply_threads(config.hardware.threads, config.data.workers)
+    if config.hardware.threads is None:  # recorded: resumed with other workers or elsewhere, the same reductions
+        config = dataclasses.replace(config, hardware=dataclasses.replace(config.hardware,
+                                                                          threads=threads["threads"]))
     env = D.init_distributed(config.hardware.device)
-    check_direction(config, config.spec())
+    spec = config.spec()
+    check_batch_fits(config, spec, env.device, env.world_size, force)  # shapes only: before anything runs the model
+    check_direction(config, spec)
     s = setup(config, env)
     facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
     facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
-    # Only rank 0 looks: once it has written config.json, another rank would see its own run as a clash.
-    if not resume and D.broadcast_object(run.config_path.exists() if env.is_main else None):
-        raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
-                                                                  f"`ssmbench eval --resume {path}`")
     fresh = not resume and not path.exists()
     ext = None
     start = time.time()
-    try:
+    with contextlib.ExitStack() as held:
+        problem = None
         if env.is_main:
-            run.create()
-            run.write_config(config.to_json())
-            ext = make_logger(logger, run.path, config)
+            try:  # one writer per run folder; a folder of this run that saved no step starts again
+                held.enter_context(run_lock(path))
+                _check_start(run, config, resume=resume, restart=restart)
+            except SsmbenchError as exc:
+                problem = exc
+        shared = D.broadcast_object(None if problem is None else problem.message)
+        if problem is not None:
+            raise problem
+        if shared is not None:  # another rank: rank 0 refused
+            raise SsmbenchError(shared)
+        try:
+            if env.is_main:
+                run.create()
+                run.write_config(config.to_json())
+                ext = make_logger(logger, run.path, config)
+            D.barrier()
+            metrics = train(s, run, resume=resume, quiet=quiet, logger=ext)
+        except torch.OutOfMemoryError as exc:
+            _discard_if_empty(run, fresh and env.is_main)
+            raise out_of_memory(config, exc) from None
+        except BaseException:
+            _discard_if_empty(run, fresh and env.is_main)
+            raise
+        finally:
+            if ext is not None:
+                ext.close()
+        metrics.update(facts, wall_time_s=time.time() - start)
+        if env.is_main:
+            learning_curves(run.read_log(), run.plots / "learning_curves.png",
+                            title=f"{config.task} / {config.model}")
+            run.write_metrics(metrics)
         D.barrier()
-        metrics = train(s, run, resume=resume, quiet=quiet, logger=ext)
-    except torch.OutOfMemoryError as exc:
-        _discard_if_empty(run, fresh and env.is_main)
-        raise out_of_memory(config, exc) from None
-    except BaseException:
-        _discard_if_empty(run, fresh and env.is_main)
-        raise
-    finally:
-        if ext is not None:
-            ext.close()
-    metrics.update(facts, wall_time_s=time.time() - start)
-    if env.is_main:
-        learning_curves(run.read_log(), run.plots / "learning_curves.png", title=f"{config.task} / {config.model}")
-        run.write_metrics(metrics)
-    D.barrier()
     return EvalResult(run.path, config, metrics)
+
+
+def _check_start(run: RunFolder, config: RunConfig, *, resume: bool, restart: bool) -> None:
+    """Under the folder's lock, before anything is written: refuse a run that would overwrite another; a folder
+    that holds this run's config and no saved step (killed before its first checkpoint) starts again from step 0,
+    with a note."""
+    if resume or not run.config_path.exists():
+        return
+    path = run.path
+    if run.finished or run.last.exists():
+        raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
+                                                                  f"`ssmbench eval --resume {path}`")
+    if not restart:
+        try:
+            stored = RunConfig.from_json(run.read_config())
+        except (TypeError, ValueError, KeyError):
+            stored = None
+        differs = "its config.json is not readable" if stored is None else _first_difference(stored, config)
+        if differs:
+            raise ConfigError("--out", f"{path} holds another run that saved no step ({differs})",
+                              f"choose another --out, or delete {path} to start this run there")
+    print(f"note: {path} holds this run with no saved step (stopped before its first checkpoint); starting it "
+          "again from step 0", file=sys.stderr, flush=True)
+    run.clear_unsaved()
+
+
+def _first_difference(stored: RunConfig, config: RunConfig) -> str | None:
+    """The first key (in -o syntax) whose value defines the run and differs, as "KEY: A there, B here"; None if none."""
+    def flat(cfg: RunConfig) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in cfg.to_json().items():
+            if isinstance(value, dict):
+                skip, prefix = NOT_DEFINING.get(key, ()), {"model_overrides": "model", "task_config": "task"}
+                out.update({f"{prefix.get(key, key)}.{k}": v for k, v in value.items() if k not in skip})
+            else:
+                out[key] = value
+        return out
+
+    a, b = flat(stored), flat(config)
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            return f"{key}: {a.get(key)!r} there, {b.get(key)!r} here"
+    return None
 
 
 def _discard_if_empty(run: RunFolder, created_here: bool) -> None:

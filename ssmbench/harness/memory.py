@@ -11,6 +11,13 @@ and the run is refused, before its folder exists, when that exceeds the memory t
 and the device; `--force` runs it anyway. The number is a lower bound (it leaves out the allocator's slack and
 temporary buffers), so a run it lets through can still run out; a run it refuses would not have fit.
 
+The probe runs the model at full length, which for a long sequence and a large state takes as long as a training
+step (minutes at T = 65536 with N = T on a CPU), and so do the causality check and the facts probe before it. So
+`check_batch_fits` first compares a bound that needs no model run with the free memory, before the model is built:
+the samples of one step (their inputs and targets, as stored) plus, for a mixer in the harness backbone, the
+encoder's output, one d_model-wide activation per position. Both exist at once in any forward pass, so a batch
+that fails this bound cannot fit, whatever the layers add.
+
 Example:
     >>> import torch
     >>> layer = torch.nn.Linear(8, 8)
@@ -99,3 +106,58 @@ def check_fits(s: Any, x1: torch.Tensor, force: bool = False) -> dict[str, int]:
                           "try " + " or ".join(x for x in tips if x) + "; --force runs it anyway" if any(tips)
                           else "--force runs it anyway")
     return est
+
+
+def batch_lower_bound(config: Any, spec: Any, world_size: int = 1) -> dict[str, int]:
+    """Bytes one training step needs at the least, from shapes alone (nothing is built or run): per sample, the
+    stored inputs and targets, plus the backbone encoder's output (T x d_model, float32; 2 bytes under bf16 /
+    fp16 autocast) when the model is a mixer; times the samples per rank and step."""
+    import numpy as np
+
+    from .backbone import SequenceModel
+    from .models import is_mixer
+    from .models import resolve as resolve_model
+
+    per_sample = 0
+    for name in ("inputs", "targets"):
+        field = spec.fields.get(name)
+        if field is not None:
+            per_sample += np.dtype(field.dtype).itemsize * int(np.prod(field.shape, dtype=np.int64))
+    obj, _ = resolve_model(config.model)
+    width = 0
+    if is_mixer(obj):
+        import inspect
+
+        raw = config.model_overrides.get("d_model",
+                                         inspect.signature(SequenceModel.__init__).parameters["d_model"].default)
+        try:
+            width = max(0, int(raw))
+        except (TypeError, ValueError):  # the model builder names a bad value; no bound from it here
+            width = 0
+        act = 4 if config.hardware.precision == "fp32" or spec.input_kind == "tokens" else 2
+        per_sample += spec.seq_len * width * act
+    local_batch = max(1, config.train.batch_size // world_size)
+    return {"bytes_per_sample": per_sample, "samples_per_step": local_batch, "d_model": width,
+            "bytes": per_sample * local_batch}
+
+
+def check_batch_fits(config: Any, spec: Any, device: torch.device, world_size: int = 1, force: bool = False) -> None:
+    """Refuse (ConfigError on train.batch_size) a run whose `batch_lower_bound` already exceeds the device's free
+    memory, unless `force`: the quick refusal that comes before the model is built or run."""
+    if force:
+        return
+    free = free_bytes(device)
+    bound = batch_lower_bound(config, spec, world_size)
+    if free is None or bound["bytes"] <= free:
+        return
+    precision, n = config.hardware.precision, bound["samples_per_step"]
+    what = "its inputs and targets" + (f" and one {bound['d_model']}-wide activation per position" if
+                                       bound["d_model"] else "")
+    fits = free // max(1, bound["bytes_per_sample"]) * world_size
+    tips = [f"-o train.batch_size={fits}" if fits >= 1 else "a shorter sequence",
+            "--device cuda" if device.type == "cpu" and torch.cuda.is_available() else None]
+    raise ConfigError("train.batch_size", f"this run needs at least {human_bytes(bound['bytes'])} of "
+                      f"{device.type} memory ({n} samples per step x {human_bytes(bound['bytes_per_sample'])}: "
+                      f"{what}, T = {spec.seq_len}, {precision}), and {human_bytes(free)} is free",
+                      "try " + " or ".join(x for x in tips if x) + " (or less: the layers need more); --force "
+                      "runs it anyway")

@@ -218,23 +218,11 @@ class RunConfig:
         from .objectives import lr_factor
 
         t, e = self.train, self.eval
-        for name, value, low in (("train.steps", t.steps, 1), ("train.batch_size", t.batch_size, 1),
-                                 ("train.eval_every", t.eval_every, 1), ("train.log_every", t.log_every, 1),
-                                 ("eval.batch_size", e.batch_size, 1),
-                                 ("eval.metric_batch_size", e.metric_batch_size, 1),
-                                 ("eval.val_samples", e.val_samples, 1), ("eval.test_samples", e.test_samples, 0),
-                                 ("data.workers", self.data.workers, 0), ("data.prefetch", self.data.prefetch, 1),
-                                 ("hardware.threads", self.hardware.threads or 1, 1)):
-            if value < low:
-                raise ConfigError(name, f"must be >= {low}, got {value}")
+        self._check_bounds(ONE_KEY_CHECKS)
         from .data_folders import check_metric_batches
 
         check_metric_batches(e.metric_batch_size, {s: (n, f"eval.{s}_samples = {n}") for s, n in
                                                    (("val", e.val_samples), ("test", e.test_samples))})
-        if t.lr <= 0:
-            raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
-        if t.grad_clip is not None and t.grad_clip <= 0:
-            raise ConfigError("train.grad_clip", f"must be > 0 (or none), got {t.grad_clip}")
         total = t.schedule_steps or t.steps  # the cosine's length; checked here, before a run folder exists
         if t.schedule == "cosine" and total <= t.warmup_steps:
             raise ConfigError("train.schedule_steps" if t.schedule_steps else "train.steps",
@@ -245,9 +233,25 @@ class RunConfig:
             from .time_limit import parse_duration
 
             parse_duration(t.time_limit, "train.time_limit")  # > 0 and finite
-        if self.hardware.precision not in ("fp32", "bf16", "fp16"):
-            raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
         return self
+
+    def _check_bounds(self, keys: Any) -> None:
+        """The checks of `validate` that look at one key each (`LOWER_BOUNDS`, the learning rate, gradient clipping,
+        precision), for `keys` only."""
+        t = self.train
+        for name in keys:
+            low = LOWER_BOUNDS.get(name)
+            if low is not None:
+                section, _, key = name.partition(".")
+                value = getattr(getattr(self, section), key)
+                if value is not None and value < low:
+                    raise ConfigError(name, f"must be >= {low}, got {value}")
+        if "train.lr" in keys and t.lr <= 0:
+            raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
+        if "train.grad_clip" in keys and t.grad_clip is not None and t.grad_clip <= 0:
+            raise ConfigError("train.grad_clip", f"must be > 0 (or none), got {t.grad_clip}")
+        if "hardware.precision" in keys and self.hardware.precision not in ("fp32", "bf16", "fp16"):
+            raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
 
     def task_object(self) -> Any:
         """The task's frozen config instance."""
@@ -282,6 +286,25 @@ class RunConfig:
 
     def task_digest(self) -> str:
         return config_sha256({"task": self.task, "config": dict(self.task_config), "seed": self.data.seed})
+
+
+LOWER_BOUNDS = {"train.steps": 1, "train.batch_size": 1, "train.eval_every": 1, "train.log_every": 1,
+                "eval.batch_size": 1, "eval.metric_batch_size": 1, "eval.val_samples": 1, "eval.test_samples": 0,
+                "data.workers": 0, "data.prefetch": 1, "hardware.threads": 1}
+"""Least value of each integer key (`validate`); hardware.threads may also be None (the rule decides)."""
+
+ONE_KEY_CHECKS = (*LOWER_BOUNDS, "train.lr", "train.grad_clip", "hardware.precision")
+
+
+def check_keys(keys: Mapping[str, Any]) -> None:
+    """Check `-o`-style keys of the train, eval, data and hardware sections without the task, the preset, the model
+    or torch (`ssmbench eval` runs this before its heavy imports): an unknown section or key (did-you-mean), a
+    value that does not parse, and the bounds that concern one key. Model and task keys are left to the model
+    builder and the task's resolver; checks across keys (the cosine schedule's length) to `validate`."""
+    own = {k: v for k, v in keys.items() if "." in k and k.partition(".")[0] not in ("model", "task")}
+    if own:
+        base = RunConfig(task="", task_config={}, model="")
+        base.with_overrides(own)._check_bounds([k for k in own if k in ONE_KEY_CHECKS])
 
 
 def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:

@@ -3,8 +3,11 @@
 Groups are declared by the tasks (`Task.groups`: {"atomic": 0, "table1": 0}; every task is in "all"), never listed
 here. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
 folder per task, so the same command finds it again: a re-run skips finished tasks, resumes an interrupted one from
-its `last.pt` and starts the rest. Progress lines on stderr say tasks done / total and the time left (from the wall
-time of the tasks finished so far); the suite ends with the `compare` table of its runs.
+its `last.pt` and starts the rest; a task folder whose run saved no step (killed before its first checkpoint) starts
+again when its config is this command's (`evaluation.train_and_score`). A task folder another process is writing
+is refused (its `.lock`), so two copies of one suite command never write the same run. Progress lines on stderr say
+tasks done / total and the time left (from the wall time of the tasks finished so far); the suite ends with the
+`compare` table of its runs.
 
 With a time limit (`--time-limit`, `time_limit=`), the tasks share one deadline: a task stopped by it ends the suite
 (`SuiteTimeLimit`, exit 75), and a task is not started when too little time is left to set it up and save its first
@@ -195,7 +198,8 @@ def _identity(settings: Mapping[str, Any]) -> dict[str, Any]:
 def _plan(run: Any, durations: list[float], left: int) -> str:
     if run.finished:
         return "finished earlier, skipped"
-    what = "resuming from its last.pt" if run.last.exists() else "starting"
+    what = "resuming from its last.pt" if run.last.exists() else \
+        "starting again (it saved no step before it stopped)" if run.config_path.exists() else "starting"
     if not durations:
         return what
     eta = sum(durations) / len(durations) * left

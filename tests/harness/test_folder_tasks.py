@@ -153,12 +153,20 @@ def test_training_order_covers_each_epoch_and_is_a_function_of_the_step(pathfind
 
 
 def test_resumed_folder_run_sees_the_batches_of_an_uninterrupted_one(pathfinder, tmp_path):
+    """Weights bit-identical to an uninterrupted run's, across worker counts. Bits depend on the intra-op thread
+    count (torch splits reductions by thread), which the harness derives from the CPUs and data.workers: the part
+    run records the count it started with (config.json), its resume keeps it although data.workers changes, and the
+    uninterrupted run is given the same count (on a 2-core machine the rule would give it 2 threads, the part run
+    1: the cause of issue 26's failure)."""
     keys = {**TINY, "eval.val_samples": 4, "eval.test_samples": 4, "train.steps": 14, "train.eval_every": 7,
             "train.schedule_steps": 14}  # 6 steps per epoch: the resumed run crosses two epoch boundaries
-    full = ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "full", quiet=True, overrides=keys)
     part = ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "part", quiet=True,
                              overrides={**keys, "train.steps": 4, "data.workers": 1})  # stops mid-epoch 0
-    resume(part.run_dir, {"train.steps": 14}, quiet=True)
+    threads = json.loads((part.run_dir / "config.json").read_text())["hardware"]["threads"]
+    assert threads == part.metrics["threads"]
+    full = ssmbench.evaluate("dlr", "pathfinder", data=pathfinder, out=tmp_path / "full", quiet=True,
+                             overrides={**keys, "hardware.threads": threads})
+    assert resume(part.run_dir, {"train.steps": 14, "data.workers": 0}, quiet=True).metrics["threads"] == threads
     a = torch.load(full.run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
     b = torch.load(part.run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
     for k in a:
