@@ -212,7 +212,15 @@ def _finished(run: Any) -> Any:
     from .evaluation import EvalResult
     from .run_config import RunConfig
 
-    return EvalResult(run.path, RunConfig.from_json(run.read_config()), json.loads(run.metrics_path.read_text()))
+    try:
+        metrics = json.loads(run.metrics_path.read_text())
+    except (OSError, ValueError) as exc:  # written atomically, so damaged after the fact (disk, an editor)
+        from ..errors import VerificationError
+
+        raise VerificationError(f"{run.metrics_path} is damaged ({type(exc).__name__}): the finished task's scores "
+                            "cannot be read", hint=f"move {run.path} away and re-run the same command to train that "
+                                                   "task again") from None
+    return EvalResult(run.path, RunConfig.from_json(run.read_config()), metrics)
 
 
 def _say(line: str, quiet: bool) -> None:

@@ -45,6 +45,12 @@ def test_a_suite_runs_each_task_once_and_a_rerun_continues_it(tmp_path):
     assert "shift: finished earlier, skipped" in again.stderr and "cumsum: resuming from its last.pt" in again.stderr
     assert list((tmp_path / "runs").iterdir()) == [suite]
     assert json.loads((suite / "cumsum" / "metrics.json").read_text())["steps"] == 4
+    # a finished task's metrics.json damaged after the fact: one line naming it and what to do, exit 3, no traceback
+    metrics = suite / "shift" / "metrics.json"
+    metrics.write_text(metrics.read_text()[:100])
+    damaged = ssmbench(tmp_path, "eval", "--model", "dlr", "--task", "shift,cumsum", *TINY)
+    assert damaged.returncode == 3 and "Traceback" not in damaged.stderr, damaged.stderr
+    assert "shift/metrics.json is damaged" in damaged.stderr and "re-run the same command" in damaged.stderr
 
 
 def test_an_unknown_task_or_group_gets_a_did_you_mean(tmp_path):
