@@ -1,7 +1,8 @@
 """The `ssmbench` click group, shared helpers and `main`, which maps library errors to one-line messages.
 
 Results go to stdout (human-readable, or one JSON object with --json); progress bars and logs go to stderr.
-Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 verification mismatch, 130 Ctrl-C.
+Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 verification mismatch or damaged data,
+75 stopped at `eval --time-limit` (resumable), 130 Ctrl-C or SIGTERM.
 Heavy imports (numba, h5py, torch) happen inside the commands, so `--help` and `ls` start instantly.
 """
 

@@ -52,7 +52,8 @@ stops the same way and continues with the same command. The limit is not part of
 a resumed run may take another. A run folder holds no absolute path to itself: copied elsewhere, it resumes there.
 
 \b
-Exit status: 0 finished; 1 runtime failure; 2 usage or configuration error; 75 stopped at --time-limit
+Exit status: 0 finished; 1 runtime failure; 2 usage or configuration error; 3 damaged data (a dataset folder's
+shards or a finished run's files); 75 stopped at --time-limit
 (resumable); 130 interrupted (Ctrl-C, SIGTERM; resumable)."""
 
 
