@@ -10,6 +10,7 @@ cell is appended to RESULTS/grid_log.tsv.
 Usage (GPU machine; the priority order is CELLS below; benchmarks/gpu/paper_table1.sh wraps one device call):
 
     python3 benchmarks/gpu/paper_grid.py --budget 540 --device cuda --workers 6
+    python3 benchmarks/gpu/paper_grid.py --budget 400 --device cuda --workers 4 --parallel 3   # 3 cells at once
     python3 benchmarks/gpu/paper_grid.py --list                           # the cells, in order, done or not
 
 CPU smoke test with tiny steps (same code path, seconds per cell; never mixed with real results):
@@ -107,49 +108,72 @@ def _device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
+def _start(cell: Cell, device: str, workers: int, runs: Path, tiny: dict[str, object] | None) -> subprocess.Popen:
+    run = runs / cell.name
+    argv = cell.command(device, workers, run, tiny)
+    resume = (run / "checkpoints" / "last.pt").is_file()
+    if resume:
+        argv = [sys.executable, "-m", "ssmbench", "eval", "--resume", str(run), "-q", "--device", device]
+    elif run.exists():
+        shutil.rmtree(run)  # started but never checkpointed: nothing to keep
+    print(f"[grid] {'resume' if resume else 'start'} {cell.name}: {' '.join(argv[3:])}", flush=True)
+    return subprocess.Popen(argv, cwd=REPO)
+
+
+def _record(cell: Cell, rc: int, wall: float, device: str, workers: int, results: Path, runs: Path,
+            tiny: dict[str, object] | None, device_name: str) -> bool:
+    """Log one ended cell (grid_log.tsv and stdout); copy a finished one's files to RESULTS. True when finished."""
+    run = runs / cell.name
+    status = "finished" if rc == 0 and (run / "metrics.json").is_file() else f"stopped (exit {rc})"
+    line = [cell.name, status, f"{wall:.0f}s", device_name]
+    if status == "finished":
+        metrics = _collect(cell, run, results, cell.command(device, workers, run, tiny), device_name)
+        test = metrics.get("test", {})
+        line += [f"test_r2={test.get('r2', float('nan')):.4f}",
+                 f"test_r2_batchavg={test.get('r2_batchavg', float('nan')):.4f}"]
+    print("[grid] " + "  ".join(line), flush=True)
+    with open(results / "grid_log.tsv", "a") as log:
+        log.write("\t".join(line) + "\n")
+    return status == "finished"
+
+
 def run_grid(budget: float, device: str, workers: int, results: Path, runs: Path,
-             tiny: dict[str, object] | None, only: int | None, margin: float) -> int:
-    """Run cells in order until the budget is spent; returns the number of cells finished in this call."""
+             tiny: dict[str, object] | None, only: int | None, margin: float, parallel: int = 1) -> int:
+    """Run cells in order until the budget is spent, up to `parallel` at once (one GPU shared: small models leave
+    most of it idle); returns the number of cells finished in this call. Runs still going `margin` seconds before
+    the deadline get SIGINT, save `last.pt` and exit 130."""
     deadline = time.monotonic() + budget
     device_name = _device_name(device)
     results.mkdir(parents=True, exist_ok=True)
-    finished = 0
     todo = [c for c in CELLS if not _done(c, results, runs)]
-    for cell in todo[:only] if only else todo:
-        left = deadline - time.monotonic()
-        if left < margin + 30:
-            print(f"[grid] {left:.0f} s left: stopping before {cell.name}", flush=True)
+    todo = todo[:only] if only else todo
+    running: dict[str, tuple[Cell, subprocess.Popen, float]] = {}
+    finished, failed, interrupted = 0, False, False
+    while todo or running:
+        while todo and len(running) < parallel and not failed and not interrupted:
+            left = deadline - time.monotonic()
+            if left < margin + 30:
+                print(f"[grid] {left:.0f} s left: stopping before {todo[0].name}", flush=True)
+                todo = []
+                break
+            cell = todo.pop(0)
+            running[cell.name] = (cell, _start(cell, device, workers, runs, tiny), time.monotonic())
+        if not running:
             break
-        run = runs / cell.name
-        resume = (run / "checkpoints" / "last.pt").is_file()
-        argv = cell.command(device, workers, run, tiny)
-        if resume:
-            argv = [sys.executable, "-m", "ssmbench", "eval", "--resume", str(run), "-q", "--device", device]
-        elif run.exists():
-            shutil.rmtree(run)  # started but never checkpointed: nothing to keep
-        print(f"[grid] {'resume' if resume else 'start'} {cell.name}: {' '.join(argv[3:])}", flush=True)
-        t0 = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=REPO)
-        try:
-            rc = proc.wait(timeout=max(1.0, deadline - margin - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)  # the run saves last.pt and exits 130
-            rc = proc.wait()
-        wall = time.monotonic() - t0
-        status = "finished" if rc == 0 and (run / "metrics.json").is_file() else f"stopped (exit {rc})"
-        line = [cell.name, status, f"{wall:.0f}s", device_name]
-        if status == "finished":
-            metrics = _collect(cell, run, results, cell.command(device, workers, run, tiny), device_name)
-            test = metrics.get("test", {})
-            line += [f"test_r2={test.get('r2', float('nan')):.4f}",
-                     f"test_r2_batchavg={test.get('r2_batchavg', float('nan')):.4f}"]
-            finished += 1
-        print("[grid] " + "  ".join(line), flush=True)
-        with open(results / "grid_log.tsv", "a") as log:
-            log.write("\t".join(line) + "\n")
-        if rc not in (0, 130):
-            print(f"[grid] {cell.name} failed (exit {rc}); stopping", flush=True)
-            break
+        if not interrupted and time.monotonic() > deadline - margin:
+            for _, proc, _ in running.values():
+                proc.send_signal(signal.SIGINT)  # each run saves last.pt and exits 130
+            interrupted = True
+        for name, (cell, proc, t0) in list(running.items()):
+            rc = proc.poll()
+            if rc is None:
+                continue
+            del running[name]
+            finished += _record(cell, rc, time.monotonic() - t0, device, workers, results, runs, tiny, device_name)
+            if rc not in (0, 130):
+                print(f"[grid] {cell.name} failed (exit {rc}); starting no more cells", flush=True)
+                failed = True
+        time.sleep(0.5)
     return finished
 
 
@@ -162,6 +186,7 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=REPO / "runs" / "paper")
     parser.add_argument("--margin", type=float, default=25, help="seconds kept for a stopped run's checkpoint")
     parser.add_argument("--only", type=int, default=None, help="run at most this many cells")
+    parser.add_argument("--parallel", type=int, default=1, help="cells run at once on the one device (default 1)")
     parser.add_argument("--tiny", action="store_true", help="CPU smoke test: tiny steps and sizes (see TINY)")
     parser.add_argument("--tiny-steps", type=int, default=None, help="with --tiny: steps per run (default 12)")
     parser.add_argument("--list", action="store_true", help="print the cells in order and whether each is done")
@@ -174,7 +199,8 @@ def main() -> None:
     if args.tiny and args.results.resolve() == default_results.resolve():
         parser.error("--tiny results are not paper results: give --results (and --runs) outside the repository")
     tiny = dict(TINY, **({"train.steps": args.tiny_steps} if args.tiny_steps else {})) if args.tiny else None
-    run_grid(args.budget, args.device, args.workers, args.results, args.runs, tiny, args.only, args.margin)
+    run_grid(args.budget, args.device, args.workers, args.results, args.runs, tiny, args.only, args.margin,
+             args.parallel)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 #   paper_results.tar.gz   benchmarks/results/paper/<cell>/ of the cells finished in this call (commit them)
 #   unfinished_runs.tar.gz run folders stopped at the budget, without best.pt (last.pt of a DLR row is 13 MB);
 #                          unpack into runs/paper/ on the next GPU machine and the grid resumes them there
-# Usage (repository root, GPU machine): benchmarks/gpu/paper_table1.sh OUT [BUDGET_SECONDS] [WORKERS]
+# Usage (repository root, GPU machine): benchmarks/gpu/paper_table1.sh OUT [BUDGET_SECONDS] [WORKERS] [PARALLEL]
+# PARALLEL cells share the one GPU (a 1-layer DLR leaves most of an H100 idle)
 set -u
-out=${1:?OUT}; budget=${2:-540}; workers=${3:-6}
+out=${1:?OUT}; budget=${2:-540}; workers=${3:-6}; parallel=${4:-1}
 export PYTHONUNBUFFERED=1
 mkdir -p "$out" runs/paper
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1 || cat "$out/install.log"
@@ -14,7 +15,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.lo
   python3 -c "import torch, numba; print('torch', torch.__version__, 'numba', numba.__version__)"; } \
   > "$out/environment.txt" 2>&1
 before=$(ls benchmarks/results/paper 2>/dev/null)
-python3 benchmarks/gpu/paper_grid.py --budget "$budget" --device cuda --workers "$workers" 2>&1 | tee "$out/grid.log"
+python3 benchmarks/gpu/paper_grid.py --budget "$budget" --device cuda --workers "$workers" --parallel "$parallel" 2>&1 | tee "$out/grid.log"
 new=$(for d in benchmarks/results/paper/*/; do n=$(basename "$d"); echo "$before" | grep -qx "$n" || echo "$n"; done)
 [ -n "$new" ] && tar czf "$out/paper_results.tar.gz" -C benchmarks/results/paper $new grid_log.tsv
 stopped=$(for d in runs/paper/*/; do [ -f "$d/metrics.json" ] || basename "$d"; done 2>/dev/null)
