@@ -2,8 +2,9 @@
 # One device call of the paper-protocol grid: install, run the next unfinished cells of benchmarks/gpu/paper_grid.py
 # (priority order, committed cells skipped) within BUDGET seconds, then pack what the call made into OUT:
 #   paper_results.tar.gz   benchmarks/results/paper/<cell>/ of the cells finished in this call (commit them)
-#   unfinished_runs.tar.gz run folders stopped at the budget, without best.pt (last.pt of a DLR row is 13 MB);
-#                          unpack into runs/paper/ on the next GPU machine and the grid resumes them there
+#   stopped_runs.tar.gz    config.json and metrics.jsonl of the runs stopped at the budget (their validation curve so far);
+#                          their last.pt (13 MB for a DLR row) stays in runs/paper/ on the machine: the device returns
+#                          only a few small files, so a stopped run resumes only on the same warm machine
 # Usage (repository root, GPU machine): benchmarks/gpu/paper_table1.sh OUT [BUDGET_SECONDS] [WORKERS] [PARALLEL]
 # PARALLEL cells share the one GPU (a 1-layer DLR leaves most of an H100 idle)
 set -u
@@ -19,5 +20,6 @@ python3 benchmarks/gpu/paper_grid.py --budget "$budget" --device cuda --workers 
 new=$(for d in benchmarks/results/paper/*/; do n=$(basename "$d"); echo "$before" | grep -qx "$n" || echo "$n"; done)
 [ -n "$new" ] && tar czf "$out/paper_results.tar.gz" -C benchmarks/results/paper $new grid_log.tsv
 stopped=$(for d in runs/paper/*/; do [ -f "$d/metrics.json" ] || basename "$d"; done 2>/dev/null)
-[ -n "$stopped" ] && tar czf "$out/unfinished_runs.tar.gz" --exclude=best.pt -C runs/paper $stopped
+[ -n "$stopped" ] && (cd runs/paper && tar czf "$out/stopped_runs.tar.gz" $(for n in $stopped; do
+  ls "$n/config.json" "$n/metrics.jsonl" 2>/dev/null; done))
 ls -la "$out"
