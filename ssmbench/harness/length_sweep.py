@@ -1,0 +1,139 @@
+"""Length extrapolation: score one trained checkpoint at several sequence lengths, then one table and one plot.
+
+`ssmbench eval --checkpoint RUN/checkpoints/best.pt --lengths 256,1024,4096` scores the checkpoint at each length
+(each exactly as `--checkpoint ... --length N` would, in a run folder of its own under the sweep's folder) and writes
+`lengths.json`, `lengths.md` (one row per length, the trained length marked) and `lengths.png` (the headline metrics
+against length, log-scaled length axis, the trained length as a dotted line): the shape of the Mamba paper's
+induction-heads table (train short, test much longer).
+
+Example (a tiny CPU run, then the sweep):
+    >>> import ssmbench, tempfile                                                          # doctest: +SKIP
+    >>> run = ssmbench.evaluate("dlr", "shift", "quick", overrides={"L": 64, "train.steps": 20})  # doctest: +SKIP
+    >>> sweep = sweep_lengths(run.run_dir / "checkpoints" / "best.pt", [32, 64, 128])    # doctest: +SKIP
+    >>> [row["L"] for row in sweep.rows]                                                 # doctest: +SKIP
+    [32, 64, 128]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .headlines import headline_keys
+from .run_folder import default_run_dir, load_checkpoint
+
+
+@dataclass(frozen=True)
+class LengthSweep:
+    """What a sweep wrote: its folder, the trained length, and one row per scored length."""
+
+    folder: Path
+    trained_length: int
+    split: str
+    rows: list[dict[str, Any]]
+    """{"L": int, "run_dir": str, <headline metric>: float, ...} in the order the lengths were given."""
+
+
+def parse_lengths(text: str) -> list[int]:
+    """'256,1024,4096' -> [256, 1024, 4096]; a usage error (one line, the fix) for anything else.
+
+    >>> parse_lengths("256, 1024")
+    [256, 1024]
+    """
+    try:
+        lengths = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
+                          "e.g. --lengths 256,1024,4096") from None
+    if not lengths or any(n <= 0 for n in lengths):
+        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
+                          "e.g. --lengths 256,1024,4096")
+    if len(set(lengths)) != len(lengths):
+        raise ConfigError("--lengths", f"names a length twice ({text})", "give each length once")
+    return lengths
+
+
+def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "test", *,
+                  out: str | Path | None = None, runs_root: str | Path = "runs", device: str | None = None,
+                  overrides: Mapping[str, Any] | None = None, quiet: bool = False) -> LengthSweep:
+    """Score `checkpoint` at each of `lengths` on `split`; write lengths.{json,md,png} into `out`
+    (default runs/<task>-<model>-lengths-<time>) and return the rows."""
+    from .scoring import score_checkpoint
+
+    ckpt = load_checkpoint(checkpoint)
+    if not isinstance(ckpt, dict) or "config" not in ckpt:
+        raise ConfigError("--checkpoint", f"{checkpoint} is not an ssmbench training checkpoint")
+    config = json.loads(ckpt["config"]) if isinstance(ckpt["config"], str) else ckpt["config"]
+    trained = config.get("task_config", {}).get("L")
+    if not isinstance(trained, int):
+        raise ConfigError("--lengths", f"{config.get('task')} has no sequence length L to sweep",
+                          "sweep a task whose config has L (the atomic tasks, MQAR, induction heads)")
+    folder = Path(out) if out else default_run_dir(runs_root, config["task"], f"{config['model']}-lengths")
+    rows: list[dict[str, Any]] = []
+    for length in lengths:
+        result = score_checkpoint(checkpoint, split, length=length, out=folder / f"L{length}", device=device,
+                                  overrides=overrides, quiet=quiet)
+        scores = result.metrics[split]
+        rows.append({"L": length, "run_dir": str(result.run_dir),
+                     **{k: scores[k] for k in headline_keys(scores) if isinstance(scores.get(k), int | float)}})
+        if not quiet:
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in rows[-1].items() if k not in ("L", "run_dir"))
+            print(f"L={length}: {split} {shown}", flush=True)
+    sweep = LengthSweep(folder, trained, split, rows)
+    _write(sweep, config, Path(checkpoint))
+    return sweep
+
+
+def markdown(sweep: LengthSweep) -> str:
+    """One row per length; the trained length marked.
+
+    >>> print(markdown(LengthSweep(Path("x"), 64, "test", [{"L": 64, "run_dir": "a", "accuracy": 1.0},
+    ...                                                    {"L": 256, "run_dir": "b", "accuracy": 0.5}])))
+    | L | accuracy |
+    |---|---|
+    | 64 (trained) | 1.0000 |
+    | 256 | 0.5000 |
+    """
+    keys = [k for k in sweep.rows[0] if k not in ("L", "run_dir")]
+    lines = ["| L | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    for row in sweep.rows:
+        label = f"{row['L']} (trained)" if row["L"] == sweep.trained_length else str(row["L"])
+        lines.append(f"| {label} | " + " | ".join(f"{row[k]:.4f}" for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
+    """Headline metrics (exact and per-batch) against length, log2 length axis, the trained length dotted."""
+    from matplotlib.figure import Figure
+
+    from .plots import save_png
+
+    fig = Figure(figsize=(5.5, 3.6), dpi=110)
+    ax = fig.subplots()
+    lengths = [row["L"] for row in sweep.rows]
+    for key in [k for k in sweep.rows[0] if k not in ("L", "run_dir", "mse")]:
+        ax.plot(lengths, [row[key] for row in sweep.rows], marker="o", ms=4, lw=1.2, label=key)
+    ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="sequence length L", ylabel=f"{sweep.split} metric", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_png(fig, out)
+
+
+def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> None:
+    from ..data.shards import atomic_write_json
+
+    title = f"{config['model']} on {config['task']}: {sweep.split} score against length"
+    atomic_write_json(sweep.folder / "lengths.json", {
+        "checkpoint": str(checkpoint), "task": config["task"], "model": config["model"], "split": sweep.split,
+        "trained_length": sweep.trained_length, "rows": sweep.rows})
+    table = f"# {title}\n\nCheckpoint: `{checkpoint}`\n\n{markdown(sweep)}\n"
+    tmp = sweep.folder / "lengths.md.tmp"
+    tmp.write_text(table)
+    tmp.replace(sweep.folder / "lengths.md")
+    plot(sweep, sweep.folder / "lengths.png", title)
