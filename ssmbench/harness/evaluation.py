@@ -47,7 +47,7 @@ from typing import Any
 from ..errors import ConfigError, SsmbenchError
 from . import time_limit as TL
 from .run_config import RunConfig
-from .run_folder import RunFolder, default_run_dir, run_lock
+from .run_folder import RunFolder, default_run_dir, load_checkpoint, run_lock
 
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
                   "hardware.threads", "train.time_limit")
@@ -154,10 +154,21 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
             with TL.scope(deadline):  # nothing was saved: the same run from step 0 (train_and_score says so)
                 return train_and_score(config, run.path, None, quiet=quiet, logger=logger, force=force,
                                        restart=True)
+        _refuse_steps_below_reached(run, config.train.steps)
         if run.finished:
             run.metrics_path.replace(run.path / "metrics.previous.json")
         with TL.scope(deadline):
             return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+
+
+def _refuse_steps_below_reached(run: RunFolder, steps: int) -> None:
+    """`-o train.steps=N` on --resume may extend a run, never cut it below the step its last.pt holds (it would be
+    scored at once and recorded as an N-step run that trained longer)."""
+    state = load_checkpoint(run.last, "--resume").get("state", {})
+    reached = state.get("step") if isinstance(state, dict) else None
+    if isinstance(reached, int) and steps < reached:
+        raise ConfigError("train.steps", f"{steps} is below the step {run.path} has reached ({reached})",
+                          f"drop -o train.steps to finish the run as configured, or pass a value of at least {reached}")
 
 
 @contextlib.contextmanager

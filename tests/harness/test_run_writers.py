@@ -207,6 +207,22 @@ def test_resume_takes_the_options_the_readme_allows(finished):
     one_line_error(result, "has already finished (4 steps)")
 
 
+def test_resume_never_cuts_a_run_below_the_step_it_reached(finished, tmp_path):
+    """A run stopped at step 4 (here: a finished one whose metrics.json is gone): -o train.steps=2 is refused, naming
+    the step reached; it was once scored at once and recorded as a 2-step run. The configured steps still finish."""
+    import shutil
+
+    stopped = tmp_path / "stopped"
+    shutil.copytree(finished, stopped)
+    (stopped / "metrics.json").unlink()
+    first = one_line_error(cli("eval", "--resume", str(stopped), "-o", "train.steps=2"), "train.steps")
+    assert "below the step" in first and "(4)" in first
+    assert not (stopped / "metrics.json").exists()
+    done = cli("eval", "--resume", str(stopped), "-o", "train.steps=4", "-q")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((stopped / "metrics.json").read_text())["steps"] == 4
+
+
 # ------------------------------------------------------------------------------------------------------------- suites
 def test_a_suite_restarts_a_task_folder_that_saved_no_step(tmp_path):
     """The state a SIGKILL before cumsum's first checkpoint leaves (config.json, a log line, a best.pt, no last.pt,
