@@ -119,7 +119,7 @@ class Task(abc.ABC, Generic[C]):
     has a default (how the dataset folder is built and its data card written). How the harness trains on the task
     is not a hook here but one value, `policy` (`ssmbench.training_policy.TrainingPolicy`). The registry refuses a
     task class that defines any other public name (`undeclared_names`), so a misspelt hook fails loudly when the
-    task is loaded. docs/tasks.md shows the smallest task.
+    task is loaded. docs/plugins.md shows the smallest task.
     """
 
     name: ClassVar[str]
