@@ -69,9 +69,9 @@ class ListOps(Task[ListOpsConfig]):
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
-    _label_all: ClassVar[bool] = False
     policy: ClassVar[TrainingPolicy] = TrainingPolicy(training_data="folder", paper_family="lra_listops")
     """The DLR paper did not train on LRA ListOps: no paper row matches "lra_listops"."""
+    _label_all: ClassVar[bool] = False
     """Label only the root's `]` (the one difference from `listops_subtrees`)."""
 
     def spec(self, config: ListOpsConfig) -> Spec:

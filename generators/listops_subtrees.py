@@ -75,12 +75,12 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
-    _label_all: ClassVar[bool] = True
     policy: ClassVar[TrainingPolicy] = TrainingPolicy(
         training_data="folder", groups={"higher_order": 0}, paper_family="listops",  # Table 6's ListOps rows
         paper_data=lambda config: ListOpsSubtreesConfig(),  # the `dlr` preset
         # Figure 2: accuracy by node height (< max_depth) and by operator
         metric_breakdowns=lambda config: {"node_height": int(config.max_depth), "node_op": 4})
+    _label_all: ClassVar[bool] = True
     """Label every `]` (the one difference from `listops`, which labels only the root)."""
 
     def spec(self, config: ListOpsSubtreesConfig) -> Spec:
