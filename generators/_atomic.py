@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ssmbench.api import Field, Spec, Task, TaskConfig
+from ssmbench.api import Field, Spec, Task, TaskConfig, TrainingPolicy
 from ssmbench.errors import ConfigError
 
 C = TypeVar("C", bound=TaskConfig)
@@ -84,30 +84,42 @@ def atomic_spec(T: int, d_input: int, l_output: int, d_output: int, causal: bool
                 metrics=("r2", "mse"))
 
 
+def table5_family(config: Any) -> str:
+    """The DLR paper's Table 5 rows for an atomic config: "atomic512" at L = 512, else "atomic" (L = 4096, and any
+    other length, which keeps the 4096 rows' settings at that L)."""
+    return "atomic512" if config.L == 512 else "atomic"
+
+
+def atomic_policy(position: int, **changes: Any) -> TrainingPolicy:
+    """The atomic tasks' training policy: a fresh stream every step, the quick preset's "atomic" section, Table 5's
+    paper rows, and `position` in the groups "atomic" and "table1" (the paper's Table 1 order); `changes` replace
+    other fields (SHIFT's `paper_family`).
+
+    >>> atomic_policy(2).groups == {"atomic": 2, "table1": 2}, atomic_policy(2).quick_section("cummax")
+    (True, 'atomic')
+    """
+    return TrainingPolicy(**{"preset_family": "atomic", "paper_family": table5_family,
+                             "groups": {"atomic": position, "table1": position}, **changes})
+
+
 class AtomicTask(Task[C]):
     """The base of the atomic tasks: the class attributes they share and `generate`.
 
-    A task file declares its identity (`name`, `version`, `Config`, `groups`), `spec` (through `atomic_spec`),
-    `oracle`, and `_fill`, which runs its kernel into the preallocated outputs. From here come `presets` (one per
-    paper length, every other field at its default, made from `Config` when the subclass is defined),
-    `default_preset` "4096", `default_n`, `preset_family` "atomic" and `paper_family`; a task overrides any of them
-    by declaring it. This is the one abstract level that `ssmbench.api` allows between `Task` and a task, which
-    stays `@typing.final`.
+    A task file declares its identity (`name`, `version`, `Config`), its `policy` (`atomic_policy(position)`, its
+    place in Table 1), `spec` (through `atomic_spec`), `oracle`, and `_fill`, which runs its kernel into the
+    preallocated outputs. From here come `presets` (one per paper length, every other field at its default, made
+    from `Config` when the subclass is defined), `default_preset` "4096" and `default_n`; a task overrides any of
+    them by declaring it. This is the one abstract level that `ssmbench.api` allows between `Task` and a task,
+    which stays `@typing.final`.
     """
 
     default_preset = "4096"
     default_n = 16000
-    preset_family = "atomic"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "Config" in vars(cls) and "presets" not in vars(cls):
             cls.presets = length_presets(cls.Config)
-
-    def paper_family(self, config: C) -> str:
-        """Table 5's rows at L = 512 ("atomic512"), else "atomic" (L = 4096, and any other length, which keeps the
-        4096 rows' settings at that L)."""
-        return "atomic512" if config.L == 512 else "atomic"  # type: ignore[attr-defined]
 
     def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)

@@ -28,7 +28,7 @@ from numba import njit, prange
 
 from ssmbench.api import Field, TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_ninf_normal
 from ._rng import randint_s
 
@@ -70,7 +70,7 @@ class ContextShift(AtomicTask[ContextShiftConfig]):
     name = "context_shift"
     version = "1"
     Config = ContextShiftConfig
-    groups = {"atomic": 9, "table1": 9}
+    policy = atomic_policy(9)
 
     def spec(self, config: ContextShiftConfig):
         extra = {"shift": Field("int32", (), "the shift s in {0 .. L-3}", codec="none")}

@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -61,7 +61,7 @@ class Cummax(AtomicTask[CummaxConfig]):
     name = "cummax"
     version = "1"
     Config = CummaxConfig
-    groups = {"atomic": 2, "table1": 2}
+    policy = atomic_policy(2)
 
     def spec(self, config: CummaxConfig):
         return atomic_spec(config.L, 3, config.L, 1)

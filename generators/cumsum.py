@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -63,7 +63,7 @@ class Cumsum(AtomicTask[CumsumConfig]):
     name = "cumsum"
     version = "1"
     Config = CumsumConfig
-    groups = {"atomic": 1, "table1": 1}
+    policy = atomic_policy(1)
 
     def spec(self, config: CumsumConfig):
         return atomic_spec(config.L, 3, config.L, 1, shuffled=("targets",))

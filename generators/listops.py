@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ssmbench.api import Spec, Task, TaskConfig
+from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy
 
 from . import _listops_dedup as _dedup
 from . import _listops_sampler as _lo
@@ -69,11 +69,9 @@ class ListOps(Task[ListOpsConfig]):
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(training_data="folder", paper_family="lra_listops")
+    """The DLR paper did not train on LRA ListOps: no paper row matches "lra_listops"."""
     _label_all: ClassVar[bool] = False
-    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
-
-    def paper_family(self, config: ListOpsConfig) -> str:
-        return "lra_listops"  # the DLR paper did not train on LRA ListOps: no paper row matches
     """Label only the root's `]` (the one difference from `listops_subtrees`)."""
 
     def spec(self, config: ListOpsConfig) -> Spec:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ssmbench.api import Spec, Task, TaskConfig
+from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy
 
 from . import _listops_dedup as _dedup
 from . import _listops_sampler as _lo
@@ -75,18 +75,12 @@ class ListOpsSubtrees(Task[ListOpsSubtreesConfig]):
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     deduplicate: ClassVar[bool] = True
     dedup_fields: ClassVar[tuple[str, ...]] = ("inputs", "lengths")
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(
+        training_data="folder", groups={"higher_order": 0}, paper_family="listops",  # Table 6's ListOps rows
+        paper_data=lambda config: ListOpsSubtreesConfig(),  # the `dlr` preset
+        # Figure 2: accuracy by node height (< max_depth) and by operator
+        metric_breakdowns=lambda config: {"node_height": int(config.max_depth), "node_op": 4})
     _label_all: ClassVar[bool] = True
-    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
-    groups: ClassVar[Mapping[str, int]] = {"higher_order": 0}
-
-    def paper_family(self, config: ListOpsSubtreesConfig) -> str:
-        return "listops"  # Table 6's ListOps rows
-
-    def metric_breakdowns(self, config: ListOpsSubtreesConfig) -> Mapping[str, int]:
-        return {"node_height": int(config.max_depth), "node_op": 4}  # Figure 2: heights < max_depth, 4 operators
-
-    def paper_data(self, config: ListOpsSubtreesConfig) -> ListOpsSubtreesConfig:
-        return self.presets["dlr"]
     """Label every `]` (the one difference from `listops`, which labels only the root)."""
 
     def spec(self, config: ListOpsSubtreesConfig) -> Spec:

@@ -37,7 +37,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_bool, check_length, check_positive
 from ._kernels import fill_unit_vector
 
 _LANES = 8
@@ -189,7 +189,7 @@ class Mips(AtomicTask[MipsConfig]):
     name = "mips"
     version = "1"
     Config = MipsConfig
-    groups = {"atomic": 10, "table1": 10}
+    policy = atomic_policy(10)
 
     def spec(self, config: MipsConfig):
         D = config.D

@@ -66,7 +66,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ssmbench.api import Field, Spec, Task, TaskConfig
+from ssmbench.api import Field, Spec, Task, TaskConfig, TrainingPolicy
 from ssmbench.errors import ConfigError
 
 REJECT_TRIES = 64
@@ -306,14 +306,11 @@ class Pathfinder(Task[PathfinderConfig]):
     hf_task_category: ClassVar[str] = "image-segmentation"
     stream_exempt: ClassVar[tuple[str, ...]] = ("label_rule",)
     """The label rule draws nothing: folders of either rule hold the same images."""
-    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
-    groups: ClassVar[Mapping[str, int]] = {"higher_order": 1}
-
-    def paper_family(self, config: PathfinderConfig) -> str:
-        return f"pathfinder{config.size}"  # Table 6 rows per image side
-
-    def paper_data(self, config: PathfinderConfig) -> PathfinderConfig:
-        return dataclasses.replace(config, label_rule="reference")  # Table 3 was measured on the reference's masks
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(
+        training_data="folder", groups={"higher_order": 1},
+        paper_family=lambda config: f"pathfinder{config.size}",  # Table 6 rows per image side
+        paper_data=lambda config: dataclasses.replace(config, label_rule="reference"))
+    """Trains on a dataset folder; Table 3 was measured on the reference's masks, whatever the folder's rule."""
 
     def spec(self, config: PathfinderConfig) -> Spec:
         s = config.size

@@ -60,7 +60,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ssmbench.api import Field, Spec, Task, TaskConfig
+from ssmbench.api import Field, Spec, Task, TaskConfig, TrainingPolicy
 from ssmbench.errors import ConfigError
 
 from .pathfinder import PathfinderConfig, generate_with_geometry, scale_lengths
@@ -176,10 +176,9 @@ class PathfinderLRA(Task[PathfinderLRAConfig]):
     default_split: ClassVar[Mapping[str, float]] = {"train": 0.8, "val": 0.1, "test": 0.1}
     preset_option: ClassVar[str] = "size"  # type: ignore[assignment]
     hf_task_category: ClassVar[str] = "image-classification"
-    training_data: ClassVar[typing.Literal["stream", "folder"]] = "folder"
-
-    def paper_family(self, config: PathfinderLRAConfig) -> str:
-        return f"lra_pathfinder{config.size}"  # the LRU / LaS / S4 rows per image side (no DLR paper row)
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(
+        training_data="folder",
+        paper_family=lambda config: f"lra_pathfinder{config.size}")  # LRU / LaS / S4 rows per side (no DLR row)
 
     def spec(self, config: PathfinderLRAConfig) -> Spec:
         s = config.size

@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -58,7 +58,7 @@ class Reverse(AtomicTask[ReverseConfig]):
     name = "reverse"
     version = "1"
     Config = ReverseConfig
-    groups = {"atomic": 5, "table1": 5}
+    policy = atomic_policy(5)
 
     def spec(self, config: ReverseConfig):
         return atomic_spec(2 * config.L, 3, config.L, 1, shuffled=("targets",))

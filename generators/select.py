@@ -32,7 +32,7 @@ from numba import njit, prange
 from ssmbench.api import Field, TaskConfig
 from ssmbench.errors import ConfigError
 
-from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_bool, check_length, check_positive
 from ._kernels import fill_ninf_normal, sorted_subset
 from ._rng import randint_s
 
@@ -127,7 +127,7 @@ class Select(AtomicTask[SelectConfig]):
     name = "select"
     version = "1"
     Config = SelectConfig
-    groups = {"atomic": 7, "table1": 7}
+    policy = atomic_policy(7)
 
     def spec(self, config: SelectConfig):
         extra = {"positions": Field("int32", (config.M,), "the marked positions, ascending", shuffle=True)}

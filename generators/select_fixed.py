@@ -29,7 +29,7 @@ import numpy as np
 from ssmbench.api import TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import AtomicTask, atomic_spec, check_bool, check_length, check_positive
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_bool, check_length, check_positive
 from .select import check_values, draw_positions, fill_select, select_oracle
 
 
@@ -77,7 +77,7 @@ class SelectFixed(AtomicTask[SelectFixedConfig]):
     name = "select_fixed"
     version = "1"
     Config = SelectFixedConfig
-    groups = {"atomic": 3, "table1": 3}
+    policy = atomic_policy(3)
 
     def spec(self, config: SelectFixedConfig):
         return atomic_spec(config.L + 2 * config.M, 4, config.M, 1,

@@ -28,7 +28,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros
 
 
@@ -63,6 +63,11 @@ def _fill_shift(keys, pos, shifts, x, y):
             y[i, s:, j] = v[: L - s]
 
 
+def _paper_family(config: ShiftConfig) -> str:
+    """Table 5's rows at L = 4096 and 512, Table 2's ("long_shift": H = 32, batch 4) at every other length."""
+    return "atomic" if config.L == 4096 else "atomic512" if config.L == 512 else "long_shift"
+
+
 @final
 class Shift(AtomicTask[ShiftConfig]):
     """Output the input delayed by num_shifts evenly spaced lags, one output channel per lag
@@ -74,17 +79,13 @@ class Shift(AtomicTask[ShiftConfig]):
     name = "shift"
     version = "1"
     Config = ShiftConfig
-    groups = {"atomic": 0, "table1": 0}
+    policy = atomic_policy(0, paper_family=_paper_family)
 
     def spec(self, config: ShiftConfig):
         return atomic_spec(config.L, 3, config.L, config.num_shifts)
 
     def _fill(self, config: ShiftConfig, keys, pos, out) -> None:
         _fill_shift(keys, pos, shift_amounts(config), out["inputs"], out["targets"])
-
-    def paper_family(self, config: ShiftConfig) -> str:
-        """Table 5's rows at L = 4096 and 512, Table 2's ("long_shift": H = 32, batch 4) at every other length."""
-        return "atomic" if config.L == 4096 else "atomic512" if config.L == 512 else "long_shift"
 
     def oracle(self, config: ShiftConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         v = np.asarray(sample["inputs"])[:, 0]

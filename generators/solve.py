@@ -33,7 +33,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_unit_vector
 from ._rng import normal_s
 
@@ -179,7 +179,7 @@ class Solve(AtomicTask[SolveConfig]):
     name = "solve"
     version = "1"
     Config = SolveConfig
-    groups = {"atomic": 6, "table1": 6}
+    policy = atomic_policy(6)
 
     def spec(self, config: SolveConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)

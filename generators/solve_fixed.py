@@ -27,7 +27,7 @@ import numpy as np
 from ssmbench.api import TaskConfig
 from ssmbench.seeding import fixed_key
 
-from ._atomic import AtomicTask, atomic_spec, check_positive
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_positive
 from .solve import check_solve_length, fill_solve, haar_orthogonal, solve_oracle, solve_size
 
 
@@ -63,7 +63,7 @@ class SolveFixed(AtomicTask[SolveFixedConfig]):
     name = "solve_fixed"
     version = "1"
     Config = SolveFixedConfig
-    groups = {"atomic": 4, "table1": 4}
+    policy = atomic_policy(4)
 
     def spec(self, config: SolveFixedConfig):
         return atomic_spec(config.L, 3, solve_size(config.L), 1)

@@ -34,7 +34,7 @@ from numba import njit, prange
 from ssmbench.api import TaskConfig
 from ssmbench.errors import ConfigError
 
-from ._atomic import AtomicTask, atomic_spec, check_length
+from ._atomic import AtomicTask, atomic_policy, atomic_spec, check_length
 from ._kernels import fill_noise_then_zeros, stable_order_by_distance
 
 
@@ -82,7 +82,7 @@ class Sort(AtomicTask[SortConfig]):
     name = "sort"
     version = "1"
     Config = SortConfig
-    groups = {"atomic": 8, "table1": 8}
+    policy = atomic_policy(8)
     stream_exempt = ("order",)  # the target rule only: both orders sort the same inputs
 
     def spec(self, config: SortConfig):

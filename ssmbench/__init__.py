@@ -11,6 +11,7 @@ from .api import Field as Field
 from .api import Spec as Spec
 from .api import Task as Task
 from .api import TaskConfig as TaskConfig
+from .api import TrainingPolicy as TrainingPolicy
 from .errors import ConfigError as ConfigError
 from .errors import DatasetError as DatasetError
 from .errors import SsmbenchError as SsmbenchError

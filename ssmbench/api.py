@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Typ
 
 import numpy as np
 
+from .training_policy import TrainingPolicy
+
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TaskConfig", "Field", "Spec", "Task", "Mixer", "ModelFactory", "Evaluator", "MetricState",
-           "declared_hooks", "undeclared_names"]
+__all__ = ["TaskConfig", "Field", "Spec", "Task", "TrainingPolicy", "Mixer", "ModelFactory", "Evaluator",
+           "MetricState", "declared_hooks", "undeclared_names"]
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,12 @@ class Task(abc.ABC, Generic[C]):
     The task never sees the root seed, the split or the shard: the core derives one uint64 key per sample
     (`ssmbench.seeding`) and row i of `generate` depends only on `keys[i]`.
 
-    The public names of this class are the whole contract: the identity attributes and `spec`, `generate` and
-    `oracle` are required; every other hook has a default. The registry refuses a task class that defines any
-    other public name (`undeclared_names`), so a misspelt hook fails loudly when the task is loaded.
+    The public names of this class are the whole contract: the identity attributes (`name`, `version`, `Config`,
+    `presets`, `default_preset`, `default_n`) and `spec`, `generate` and `oracle` are required; every other hook
+    has a default (how the dataset folder is built and its data card written). How the harness trains on the task
+    is not a hook here but one value, `policy` (`ssmbench.training_policy.TrainingPolicy`). The registry refuses a
+    task class that defines any other public name (`undeclared_names`), so a misspelt hook fails loudly when the
+    task is loaded. docs/plugins.md shows the smallest task.
     """
 
     name: ClassVar[str]
@@ -173,38 +178,10 @@ class Task(abc.ABC, Generic[C]):
     dedup_fields: ClassVar[tuple[str, ...]] = ()
     """The fields `dedup_hashes` reads from candidate shards; empty: every field of the Spec but `candidate_index`."""
 
-    # ---------------------------------------------------------------------------------- training policy hooks
-    # What `ssmbench eval` needs to know about a task; the harness reads these and never lists task names.
-
-    training_data: ClassVar[Literal["stream", "folder"]] = "stream"
-    """Where training batches come from: "stream" draws a fresh batch from `generate` every step (keys of the train
-    split, nothing on disk: the atomic tasks); "folder" reads a dataset folder built once by `ssmbench generate`
-    (de-duplicated or costly samples: ListOps, Pathfinder), found with `--data` or under the data root."""
-    preset_family: ClassVar[str | None] = None
-    """The section of the `quick` training preset that applies (atomic tasks share "atomic"); None: a section named
-    after the task. A task with no section trains with the `generic` quick preset, sized from its Spec."""
-    groups: ClassVar[Mapping[str, int]] = {}
-    """Groups `ssmbench eval --task GROUP` runs, with the task's position in each: {"atomic": 0, "table1": 0}.
-    Every task is also in the group "all"; tables list tasks by position, then name."""
-
-    def paper_family(self, config: C) -> str:
-        """The family of `--preset paper` rows for this config: rows are named `dlr_paper/<family>/<model>`.
-
-        Default: `preset_family`, else the task's name. Atomic tasks pick "atomic" (L = 4096, Table 5) or
-        "atomic512"; SHIFT picks "long_shift" (Table 2) at any other length.
-        """
-        return self.preset_family or self.name
-
-    def metric_breakdowns(self, config: C) -> Mapping[str, int]:
-        """Stored per-position fields that break classification accuracy down by value, with their number of
-        buckets ({"node_height": 10, "node_op": 4} for the DLR paper's Figure 2); read from dataset folders and
-        reported in metrics.json. None by default."""
-        return {}
-
-    def paper_data(self, config: C) -> C:
-        """The config of the data the paper trained on, for data built with `config`: a paper-preset run on a
-        folder whose config differs says so in one line. Default: `config` (no such warning)."""
-        return config
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy()
+    """How `ssmbench eval` trains on the task (`ssmbench.training_policy`): data from a fresh stream or a dataset
+    folder, the training presets that apply, the groups it belongs to, per-value accuracy breakdowns. The default
+    trains on a stream with the `generic` quick preset; a task that needs other rules declares its own."""
 
     def card_markdown(self) -> str:
         """The task's data-card source: optional front matter, then the Markdown sections (what it probes, a worked

@@ -133,18 +133,28 @@ class Registry(Generic[T]):
 
 
 def check_task_class(name: str, cls: object) -> None:
-    """Refuse a task plug-in that is not a `Task` subclass or defines a public name `Task` does not declare.
+    """Refuse a task plug-in that is not a `Task` subclass, defines a public name `Task` does not declare, or whose
+    `policy` is not a `TrainingPolicy`.
 
     Every hook the core reads is declared on `ssmbench.api.Task` with a default, so a misspelt hook
     (`statistcs`) would otherwise be ignored without a word; helpers belong in functions or `_private` names.
     """
+    import dataclasses
     import difflib
 
-    from .api import Task, declared_hooks, undeclared_names
+    from .api import Task, TrainingPolicy, declared_hooks, undeclared_names
 
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise SsmbenchError(f"task {name!r} is {cls!r}, not a subclass of ssmbench.api.Task")
+    if not isinstance(cls.policy, TrainingPolicy):
+        raise SsmbenchError(f"task {name!r} ({cls.__module__}.{cls.__qualname__}) has policy {cls.policy!r}, not a "
+                            f"ssmbench.api.TrainingPolicy", "declare `policy = TrainingPolicy(...)`, or leave it out "
+                            "for the default")
     extra = undeclared_names(cls)
+    if extra and extra[0] in {f.name for f in dataclasses.fields(TrainingPolicy)}:  # a hook of the old Task
+        raise SsmbenchError(f"task {name!r} ({cls.__module__}.{cls.__qualname__}) defines {extra[0]!r}, which is a "
+                            f"training rule, not a hook of ssmbench.api.Task",
+                            f"declare it in the task's policy: `policy = TrainingPolicy({extra[0]}=...)`")
     if extra:
         close = difflib.get_close_matches(extra[0], sorted(declared_hooks()), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""

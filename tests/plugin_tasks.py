@@ -93,6 +93,20 @@ class MisspeltHook(Residues):
         return {"count": np.array([len(block["targets"])])}
 
 
+class GroupsOnTheTask(Residues):
+    """Residues declaring `groups` on the task itself, where only its training policy may hold it"""
+
+    name: ClassVar[str] = "groups_on_the_task"
+    groups: ClassVar[Mapping[str, int]] = {"atomic": 11}
+
+
+class PolicyAsDict(Residues):
+    """Residues with a plain dict for `policy` instead of a TrainingPolicy"""
+
+    name: ClassVar[str] = "policy_as_dict"
+    policy: ClassVar[Any] = {"training_data": "folder"}
+
+
 @dataclass(frozen=True)
 class RunningMeanConfig(TaskConfig):
     L: int = 16

@@ -182,6 +182,25 @@ def test_a_misspelt_hook_is_refused_when_the_task_is_loaded():
         registry.tasks.get("plugin_tasks:ResiduesConfig")
 
 
+def test_a_training_rule_on_the_task_or_a_malformed_policy_is_refused_when_the_task_is_loaded():
+    with pytest.raises(SsmbenchError, match="'groups', which is a training rule") as err:
+        registry.tasks.get("plugin_tasks:GroupsOnTheTask")
+    assert "policy = TrainingPolicy(groups=...)" in err.value.hint
+    with pytest.raises(SsmbenchError, match="has policy .*, not a ssmbench.api.TrainingPolicy"):
+        registry.tasks.get("plugin_tasks:PolicyAsDict")
+
+
+def test_a_task_that_declares_no_policy_gets_the_default_one():
+    from plugin_tasks import Residues
+
+    policy = registry.tasks.get("plugin_tasks:Residues").policy
+    assert "policy" not in vars(Residues) and policy == api.TrainingPolicy()
+    config = Residues.presets["small"]
+    assert (policy.reads_folder, policy.quick_section("residues"), policy.paper_rows("residues", config),
+            dict(policy.groups), policy.breakdowns(config), policy.paper_config(config)) == (
+        False, "residues", "residues", {}, {}, config)
+
+
 @pytest.fixture
 def plugin_registry(monkeypatch):
     """The plug-in tasks registered as entry points would register them (name -> "module:Class")."""

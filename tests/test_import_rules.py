@@ -1,6 +1,7 @@
 """Import rules of the layout, checked statically on the source (AST), so no import has side effects here.
 
-- `ssmbench/{api,errors,registry,config,seeding}.py` (contracts and plumbing) import neither h5py, torch nor click;
+- `ssmbench/{api,errors,registry,config,seeding,training_policy}.py` (contracts and plumbing) import neither h5py,
+  torch nor click;
 - `ssmbench/data/**` never imports torch at module level, nor click anywhere;
 - only `ssmbench/cli/` imports click;
 - no core module imports a specific plug-in module (`ssmbench.generators.<task>`, ...) at module level, and
@@ -19,7 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIRS = {"generators": "ssmbench.generators", "evaluators": "ssmbench.evaluators",
                "reference_models": "ssmbench.reference_models"}
-PLUMBING = ["ssmbench.api", "ssmbench.errors", "ssmbench.registry", "ssmbench.config", "ssmbench.seeding"]
+PLUMBING = ["ssmbench.api", "ssmbench.errors", "ssmbench.registry", "ssmbench.config", "ssmbench.seeding",
+            "ssmbench.training_policy"]
 
 
 @dataclass(frozen=True)

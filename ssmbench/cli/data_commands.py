@@ -50,7 +50,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
         click.echo(json.dumps({k: catalog[k].to_json() for k in catalog}, sort_keys=True) if as_json
                    else catalog_table(catalog))
         return
-    if kind == "groups":  # `ssmbench eval --task GROUP`: declared by the tasks (Task.groups)
+    if kind == "groups":  # `ssmbench eval --task GROUP`: declared by the tasks (their policy's groups)
         from ..harness.suites import task_groups
 
         items = {name: ", ".join(members) for name, members in task_groups().items()}

@@ -1,8 +1,9 @@
 """Which dataset folder a folder-backed run trains on: `--data PATH`, or a matching folder under the data root.
 
-Tasks whose `Task.training_data` is "folder" (ListOps-Subtrees, ListOps, Pathfinder) train on a finite dataset made once by `ssmbench generate` (their samples
-are de-duplicated or costly to draw), not on a fresh stream. `attach_folder` settles the folder when a run config is
-resolved and records it in the config (`data.path`, `data.dataset_id`), with the folder's own task config:
+Tasks whose `policy.training_data` is "folder" (ListOps-Subtrees, ListOps, Pathfinder) train on a finite dataset
+made once by `ssmbench generate` (their samples are de-duplicated or costly to draw), not on a fresh stream.
+`attach_folder` settles the folder when a run config is resolved and records it in the config (`data.path`,
+`data.dataset_id`), with the folder's own task config:
 
 * `--data PATH` (`data.path`): the folder must hold this task at the installed task version and agree with every
   task key the user asked for explicitly (`--size`, `-o key=value`); its config then becomes the run's.
@@ -155,7 +156,7 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
 
 
 def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, Any]) -> None:
-    """One line when a paper-preset run trains on data other than the paper's (`Task.paper_data`: ListOps-Subtrees
+    """One line when a paper-preset run trains on data other than the paper's (`policy.paper_data`: ListOps-Subtrees
     other than the `dlr` preset, Pathfinder masks other than the reference's, Table 3's)."""
     from ..registry import get_task
     from ..task_config import from_plain, to_plain
@@ -163,7 +164,7 @@ def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, An
     if not cfg.preset.startswith("dlr_paper/"):
         return
     task = get_task(cfg.task)
-    paper = to_plain(task.paper_data(from_plain(task, folder_config)))
+    paper = to_plain(task.policy.paper_config(from_plain(task, folder_config)))
     if dict(folder_config) != paper:
         differ = ", ".join(k for k in paper if folder_config.get(k) != paper[k])
         log.warning("%s is not the paper's %s data (it differs in %s): its scores are not comparable with the "

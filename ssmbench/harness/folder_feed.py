@@ -50,16 +50,16 @@ from ..errors import ConfigError, DatasetError
 
 
 def breakdowns_for(cfg: Any) -> tuple[str, ...]:
-    """The stored fields a run's accuracy is broken down by (`Task.metric_breakdowns`: Figure 2 of ListOps)."""
+    """The stored fields a run's accuracy is broken down by (`policy.metric_breakdowns`: Figure 2 of ListOps)."""
     from ..registry import get_task
 
-    return tuple(get_task(cfg.task).metric_breakdowns(cfg.task_object()))
+    return tuple(get_task(cfg.task).policy.breakdowns(cfg.task_object()))
 
 
 def _from_folder(cfg: Any) -> bool:
     from ..registry import get_task
 
-    return get_task(cfg.task).training_data == "folder"
+    return get_task(cfg.task).policy.reads_folder
 
 
 def _open(path: str | Path, split: str, task: str | None, dataset_id: str | None, fields: tuple[str, ...] = ()):

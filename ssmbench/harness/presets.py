@@ -2,12 +2,12 @@
 
 The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys. `resolve_preset` turns a
 preset name, a task (with the config the user's own task values resolve to) and a model into the keys to apply,
-with the row's source. The task decides which part applies (`Task.preset_family`, `Task.paper_family`); this
-module lists no task names:
+with the row's source. The task's training policy (`Task.policy`, `ssmbench.training_policy`) decides which part
+applies; this module lists no task names:
 
-* `quick`: the section named by the task's `preset_family` (or its name) -- its keys, then the model's, then the
-  task's, then the (model, task) pair's; a task without a section (a plug-in) gets the `generic` section;
-* `paper`: the row `<paper>/<family>/<model>` with the family from `Task.paper_family(config)` (atomic tasks:
+* `quick`: the section named by the policy's `preset_family` (or the task's name) -- its keys, then the model's,
+  then the task's, then the (model, task) pair's; a task without a section (a plug-in) gets the `generic` section;
+* `paper`: the row `<paper>/<family>/<model>` with the family from the policy's `paper_family` (atomic tasks:
   `atomic` at L = 4096, `atomic512`; SHIFT at other lengths: `long_shift`, Table 2): the DLR paper's rows
   (`dlr_paper/...`), or another paper's for a family the DLR paper did not run (LRA Pathfinder,
   `lra_pathfinder<S>`: `lru_paper/...`, `las_paper/...`, `s4_repo/...`); a full row name is accepted.
@@ -274,7 +274,7 @@ def resolve_preset(preset: str, task: Any, model: str, config: Any = None, lengt
     rows = paper.rows
     if preset == "paper":
         config = config if config is not None else task.presets[task.default_preset]
-        family = task.paper_family(config)
+        family = task.policy.paper_rows(task.name, config)
         name = next((r for r in rows if r.split("/", 1)[1] == f"{family}/{model}"),
                     f"dlr_paper/{family}/{model}")
         if name not in rows:
@@ -306,7 +306,7 @@ def resolve_preset(preset: str, task: Any, model: str, config: Any = None, lengt
 
 def _quick(task: Any, model: str) -> Preset:
     data = _load("quick")
-    family = task.preset_family or task.name
+    family = task.policy.quick_section(task.name)
     if family not in data:
         family = "generic"
     section = data[family]

@@ -173,7 +173,7 @@ class RunConfig:
         """The validated config of a run: the task's config (selector, then the user's task keys) -> training
         preset -> `--config FILE` -> `-o` overrides; `${T}` in a preset becomes the task's input length.
 
-        Folder tasks (`Task.training_data == "folder"`) also settle their dataset folder (`data`, else `data.path`,
+        Folder tasks (`policy.training_data == "folder"`) also settle their dataset folder (`data`, else `data.path`,
         else a matching folder under the data root) and take the folder's task config (`data_folders`).
         """
         from ..config import load_config_file
@@ -187,7 +187,7 @@ class RunConfig:
         user: dict[str, Any] = dict(load_config_file(config_file)) if config_file else {}
         user.update(overrides or {})
         data = data if data is not None else user.get("data.path")
-        folder_task = t.training_data == "folder"
+        folder_task = t.policy.reads_folder
         if data is not None and not folder_task:
             raise ConfigError("--data", f"{task} draws fresh samples every step and takes no dataset folder",
                               "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")

@@ -109,7 +109,7 @@ def _on_folder(cfg: RunConfig, data: str | Path) -> RunConfig:
     from .data_folders import attach_folder
 
     task = get_task(cfg.task)
-    if task.training_data != "folder":
+    if not task.policy.reads_folder:
         raise ConfigError("--data", f"{cfg.task} draws fresh samples and takes no dataset folder",
                           "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")
     exempt = set(task.stream_exempt)  # e.g. Pathfinder's label rule: the same images, other masks

@@ -1,6 +1,6 @@
 """Task suites: `ssmbench eval --task atomic` (a group) or `--task shift,cumsum` (names), one run after another.
 
-Groups are declared by the tasks (`Task.groups`: {"atomic": 0, "table1": 0}; every task is in "all"), never listed
+Groups are declared by the tasks (`policy.groups`: {"atomic": 0, "table1": 0}; every task is in "all"), never listed
 here. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
 folder per task, so the same command finds it again: a re-run skips finished tasks, resumes an interrupted one from
 its `last.pt` and starts the rest; a task folder whose run saved no step (killed before its first checkpoint) starts
@@ -54,7 +54,7 @@ def task_groups() -> dict[str, list[str]]:
     for name in task_registry.names():
         cls = task_registry.get(name)
         members[ALL].append((len(members[ALL]), name))
-        for group, position in dict(cls.groups).items():
+        for group, position in cls.policy.groups.items():
             members.setdefault(group, []).append((int(position), name))
     return {group: [name for _, name in sorted(items)] for group, items in members.items()}
 
@@ -66,7 +66,7 @@ def task_order() -> Callable[[str], tuple[int, int, str]]:
     first: dict[str, int] = {}
     keys: dict[str, tuple[int, int]] = {}
     for index, name in enumerate(names):
-        groups = dict(task_registry.get(name).groups)
+        groups = task_registry.get(name).policy.groups
         for group in groups:
             first.setdefault(group, index)
         keys[name] = min(((first[g], int(p)) for g, p in groups.items()), default=(index, 0))

@@ -102,7 +102,7 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     if cfg.hardware.precision != "fp32":
         keep_mixers_float32(model)
     objective = objective_for(spec, cfg.eval.metric_batch_size, cfg.eval.monitor, cfg.eval.monitor_variant,
-                              dict(task.metric_breakdowns(config)))
+                              task.policy.breakdowns(config))
     return Setup(cfg, env, spec, model, objective)
 
 
