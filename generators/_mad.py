@@ -100,6 +100,7 @@ class MadTask(Task[C]):
     default_preset: ClassVar[str] = "mad"
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[Literal["length", "size", "preset"]] = "preset"
+    preset_family: ClassVar[str | None] = "mad"
     hf_task_category: ClassVar[str] = "token-classification"
 
     def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:

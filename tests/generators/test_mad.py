@@ -167,3 +167,31 @@ def test_spec_declares_token_classification_with_the_whole_vocabulary(name):
     assert spec.d_input == spec.d_output == config.vocab_size
     x = draw(name, config, stop=20)["inputs"]
     assert x.min() >= 0 and x.max() < config.vocab_size
+
+
+def test_a_built_memorization_folder_carries_the_map_its_card_and_passes_deep_verification(tmp_path):
+    from ssmbench.data.build import generate_dataset
+    from ssmbench.data.verify import verify_dataset
+    from support import tiny_config
+
+    config = tiny_config("mad_memorization")
+    folder = generate_dataset("mad_memorization", config, out=tmp_path, n=12, samples_per_shard=4, quiet=True).path
+    assert np.array_equal(np.load(folder / "fixed.npy"), get_task("mad_memorization").fixed_arrays(config)["values"])
+    card = (folder / "README.md").read_text()
+    assert "### Known discrepancies with the paper and the reference" in card and "mad-lab" in card
+    report = verify_dataset(folder, deep=True)
+    assert report.ok, report.problems
+
+
+@pytest.mark.parametrize("name", MAD)
+def test_quick_and_paper_presets_have_a_row_for_every_mad_task(name):
+    from ssmbench.harness.presets import resolve_preset
+
+    task = get_task(name)
+    quick = resolve_preset("quick", task, "attention")
+    assert quick.family == "mad" and quick.keys["model.d_model"] == 64 and quick.keys["train.steps"] <= 1600
+    paper = resolve_preset("paper", task, "attention")
+    assert paper.name == "mad_paper/mad/attention"
+    assert (paper.keys["model.d_model"], paper.keys["train.batch_size"], paper.keys["train.lr"]) == (128, 128, 5e-4)
+    assert paper.keys["train.steps"] == (400 if name == "mad_memorization" else 20000)  # 200 epochs of MAD's sets
+    assert "athms/mad-lab" in paper.provenance["train.lr"].source
