@@ -101,6 +101,7 @@ class MadTask(Task[C]):
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[Literal["length", "size", "preset"]] = "preset"
     preset_family: ClassVar[str | None] = "mad"
+    """One `quick` section and one `--preset paper` family ("mad_paper/mad/<model>") for the six tasks."""
     hf_task_category: ClassVar[str] = "token-classification"
 
     def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:
@@ -110,10 +111,6 @@ class MadTask(Task[C]):
         if keys.shape[0]:
             self._fill(config, keys, out)
         return out
-
-    def paper_family(self, config: C) -> str:
-        """The `--preset paper` rows are MAD's: one family "mad" for the six tasks."""
-        return "mad"
 
     @abc.abstractmethod
     def _fill(self, config: C, keys: np.ndarray, out: dict[str, np.ndarray]) -> None:
@@ -164,10 +161,15 @@ class RecallVocab:
         ordinary = vocab_size - (0 if multi_query else 1) - noise_vocab_size
         return cls(ordinary // 2, ordinary - ordinary // 2, noise_vocab_size, vocab_size - 1)
 
-    def roles(self) -> dict[str, Any]:
+    def roles(self, multi_query: bool) -> dict[str, Any]:
+        """Id ranges (inclusive) for the inputs' HDF5 attributes; noise and the copy prefix only where used."""
         keys, values = self.n_keys, self.n_keys + self.n_values
-        return {"keys": [0, keys - 1], "values": [keys, values - 1], "noise": [values, values + self.n_noise - 1],
-                "copy_prefix": self.copy_prefix}
+        out: dict[str, Any] = {"keys": [0, keys - 1], "values": [keys, values - 1]}
+        if self.n_noise:
+            out["noise"] = [values, values + self.n_noise - 1]
+        if not multi_query:
+            out["copy_prefix"] = self.copy_prefix
+        return out
 
 
 def check_recall(seq_len: int, vocab_size: int, multi_query: bool, noise_vocab_size: int, frac_noise: float) -> None:
@@ -190,10 +192,10 @@ def recall_stored_length(seq_len: int, multi_query: bool) -> int:
 
 def recall_spec(seq_len: int, vocab_size: int, multi_query: bool, noise_vocab_size: int) -> Spec:
     vocab = RecallVocab.of(vocab_size, noise_vocab_size, multi_query)
-    where = "every value whose key appeared before" if multi_query else "the query's value"
+    where = "each key seen before" if multi_query else "the query key"
     return token_spec(recall_stored_length(seq_len, multi_query), vocab_size,
-                      "key, value pairs (or noise pairs), then the query key; ids split as in `vocab roles`",
-                      f"next token at {where} (predicted at its key)", vocab.roles())
+                      "key, value pairs (or noise pairs), then the query key; id ranges in this field's attributes",
+                      f"at {where}: the value that follows it", vocab.roles(multi_query))
 
 
 @njit(cache=True)
