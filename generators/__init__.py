@@ -34,4 +34,19 @@ BUILTIN: dict[str, tuple[str, str]] = {
                        "Say whether the two circles sit on the two ends of one dashed path (1) or not (0): LRA Pathfinder / Path-X"),
     "listops": ("ssmbench.generators.listops:ListOps",
                 "Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"),
+    "mad_in_context_recall": ("ssmbench.generators.mad_in_context_recall:MadInContextRecall",
+                              "MAD in-context recall: recall the value of every key seen before in the sequence"),
+    "mad_fuzzy_recall": ("ssmbench.generators.mad_fuzzy_recall:MadFuzzyRecall",
+                         "MAD fuzzy in-context recall: recall the value run of every key run seen before, runs of "
+                         "variable length"),
+    "mad_noisy_recall": ("ssmbench.generators.mad_noisy_recall:MadNoisyRecall",
+                         "MAD noisy in-context recall: recall values of repeated keys among pairs of noise tokens"),
+    "mad_selective_copying": ("ssmbench.generators.mad_selective_copying:MadSelectiveCopying",
+                              "MAD selective copying: copy the tokens scattered among blanks, in order, after a copy "
+                              "marker"),
+    "mad_compression": ("ssmbench.generators.mad_compression:MadCompression",
+                        "MAD compression: reproduce a random token sequence closed by a compression marker (an "
+                        "autoencoder task)"),
+    "mad_memorization": ("ssmbench.generators.mad_memorization:MadMemorization",
+                         "MAD memorization: recall the value of each key from one fixed map shared by every sample"),
 }

@@ -43,6 +43,9 @@ TINY: dict[str, dict] = {
     "pathfinder": {"size": 32, "seed_distance": 6, "marker_radius": 1.5, "contour_length": 4, "dash_length": 4.0,
                    "dash_thickness": 1.5, "margin_list": (1,), "distractor_length": 2, "num_distractors": 2},
     "pathfinder_lra": {"contour_length": 6, "distractor_length": 2, "num_distractors": 3},
+    "mad_in_context_recall": {"seq_len": 32}, "mad_noisy_recall": {"seq_len": 32},
+    "mad_fuzzy_recall": {"seq_len": 48}, "mad_selective_copying": {"seq_len": 40, "num_tokens_to_copy": 8},
+    "mad_compression": {"seq_len": 16}, "mad_memorization": {"seq_len": 16, "vocab_size": 64},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]
