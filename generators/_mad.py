@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 from numba import njit, prange
 
-from ssmbench.api import Field, Spec, Task, TaskConfig
+from ssmbench.api import Field, Spec, Task, TaskConfig, TrainingPolicy
 from ssmbench.errors import ConfigError
 
 from ._rng import next_s, randint_s
@@ -89,10 +89,21 @@ def token_spec(seq_len: int, vocab_size: int, input_doc: str, target_doc: str,
                 metrics=("token_accuracy",))
 
 
+def mad_policy(position: int) -> TrainingPolicy:
+    """The MAD tasks' training policy: a fresh stream every step, one `quick` section and one `--preset paper`
+    family ("mad_paper/mad/<model>") for the six tasks, and `position` in the group "mad".
+
+    >>> mad_policy(3).groups == {"mad": 3}, mad_policy(3).quick_section("mad_compression")
+    (True, 'mad')
+    """
+    return TrainingPolicy(preset_family="mad", groups={"mad": position})
+
+
 class MadTask(Task[C]):
     """The base of the MAD tasks: their shared identity attributes and `generate`.
 
-    A task file declares `name`, `version`, `Config`, `presets`, `groups`, `spec`, `oracle` and `_fill`, which runs
+    A task file declares `name`, `version`, `Config`, `presets`, `policy` (`mad_policy(position)`), `spec`,
+    `oracle` and `_fill`, which runs
     its kernel into the preallocated `inputs` and `targets`. Presets are MAD's YAML rows (`sweep_presets`),
     selected with `--preset`; the default build is MAD's 12,800 training samples (80 % of 16,000).
     """
@@ -100,8 +111,6 @@ class MadTask(Task[C]):
     default_preset: ClassVar[str] = "mad"
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[Literal["length", "size", "preset"]] = "preset"
-    preset_family: ClassVar[str | None] = "mad"
-    """One `quick` section and one `--preset paper` family ("mad_paper/mad/<model>") for the six tasks."""
     hf_task_category: ClassVar[str] = "token-classification"
 
     def generate(self, config: C, keys: np.ndarray) -> dict[str, np.ndarray]:

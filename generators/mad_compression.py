@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from ssmbench.api import TaskConfig
 
-from ._mad import MAX_SEQ_LEN, MadTask, check_int, check_vocab, sweep_presets, token_spec
+from ._mad import MAX_SEQ_LEN, MadTask, check_int, check_vocab, mad_policy, sweep_presets, token_spec
 from ._rng import randint_s
 
 
@@ -65,7 +65,7 @@ class MadCompression(MadTask[MadCompressionConfig]):
     presets: ClassVar[dict[str, MadCompressionConfig]] = sweep_presets(
         MadCompressionConfig, {"vocab_size": 16, "seq_len": 32},
         {"vocab_size": [32, 64, 128], "seq_len": [64, 128, 256]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 4}
+    policy = mad_policy(4)
 
     def spec(self, config: MadCompressionConfig):
         return token_spec(config.seq_len, config.vocab_size, "random ids, then the compression marker",

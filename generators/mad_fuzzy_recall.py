@@ -35,6 +35,7 @@ from ._mad import (
     check_int,
     check_vocab,
     draw_distinct,
+    mad_policy,
     sweep_presets,
     token_spec,
 )
@@ -218,7 +219,7 @@ class MadFuzzyRecall(MadTask[MadFuzzyRecallConfig]):
         MadFuzzyRecallConfig, {"vocab_size": 16, "seq_len": 128, "multi_query": True, "k_motif_size": 3,
                                "v_motif_size": 3},
         {"vocab_size": [32, 64, 128], "seq_len": [256, 512, 1024]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 1}
+    policy = mad_policy(1)
 
     def spec(self, config: MadFuzzyRecallConfig):
         n_keys, n_values, pad, prefix = _vocab(config)

@@ -24,7 +24,16 @@ import numpy as np
 
 from ssmbench.api import TaskConfig
 
-from ._mad import MadTask, RecallVocab, check_recall, fill_recall, recall_oracle, recall_spec, sweep_presets
+from ._mad import (
+    MadTask,
+    RecallVocab,
+    check_recall,
+    fill_recall,
+    mad_policy,
+    recall_oracle,
+    recall_spec,
+    sweep_presets,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class MadInContextRecall(MadTask[MadInContextRecallConfig]):
     presets: ClassVar[dict[str, MadInContextRecallConfig]] = sweep_presets(
         MadInContextRecallConfig, {"vocab_size": 16, "seq_len": 128, "multi_query": True},
         {"vocab_size": [32, 64, 128], "seq_len": [256, 512, 1024]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 0}
+    policy = mad_policy(0)
 
     def spec(self, config: MadInContextRecallConfig):
         return recall_spec(config.seq_len, config.vocab_size, config.multi_query, 0)

@@ -27,7 +27,7 @@ from ssmbench.api import TaskConfig
 from ssmbench.errors import ConfigError
 from ssmbench.seeding import fixed_key
 
-from ._mad import IGNORE, MAX_SEQ_LEN, MadTask, check_int, check_vocab, sweep_presets, token_spec
+from ._mad import IGNORE, MAX_SEQ_LEN, MadTask, check_int, check_vocab, mad_policy, sweep_presets, token_spec
 from ._rng import randint_s
 
 
@@ -97,7 +97,7 @@ class MadMemorization(MadTask[MadMemorizationConfig]):
     presets: ClassVar[dict[str, MadMemorizationConfig]] = sweep_presets(
         MadMemorizationConfig, {"vocab_size": 256, "seq_len": 32},
         {"vocab_size": [512, 1024, 2048, 4096, 8192]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 5}
+    policy = mad_policy(5)
 
     def spec(self, config: MadMemorizationConfig):
         n_keys, n_values = _split(config)

@@ -24,7 +24,16 @@ import numpy as np
 
 from ssmbench.api import TaskConfig
 
-from ._mad import MadTask, RecallVocab, check_recall, fill_recall, recall_oracle, recall_spec, sweep_presets
+from ._mad import (
+    MadTask,
+    RecallVocab,
+    check_recall,
+    fill_recall,
+    mad_policy,
+    recall_oracle,
+    recall_spec,
+    sweep_presets,
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ class MadNoisyRecall(MadTask[MadNoisyRecallConfig]):
         MadNoisyRecallConfig,
         {"vocab_size": 32, "noise_vocab_size": 16, "seq_len": 128, "multi_query": True, "frac_noise": 0.2},
         {"vocab_size": [48, 80, 144], "seq_len": [256, 512, 1024], "frac_noise": [0.4, 0.6, 0.8]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 2}
+    policy = mad_policy(2)
 
     def spec(self, config: MadNoisyRecallConfig):
         return recall_spec(config.seq_len, config.vocab_size, config.multi_query, config.noise_vocab_size)

@@ -25,7 +25,7 @@ from numba import njit, prange
 from ssmbench.api import TaskConfig
 from ssmbench.errors import ConfigError
 
-from ._mad import IGNORE, MAX_SEQ_LEN, MadTask, check_int, check_vocab, sweep_presets, token_spec
+from ._mad import IGNORE, MAX_SEQ_LEN, MadTask, check_int, check_vocab, mad_policy, sweep_presets, token_spec
 from ._rng import randint_s
 
 
@@ -84,7 +84,7 @@ class MadSelectiveCopying(MadTask[MadSelectiveCopyingConfig]):
     presets: ClassVar[dict[str, MadSelectiveCopyingConfig]] = sweep_presets(
         MadSelectiveCopyingConfig, {"vocab_size": 16, "seq_len": 256, "num_tokens_to_copy": 16},
         {"vocab_size": [32, 64, 128], "seq_len": [512, 1024], "num_tokens_to_copy": [32, 64, 96]})
-    groups: ClassVar[Mapping[str, int]] = {"mad": 3}
+    policy = mad_policy(3)
 
     def spec(self, config: MadSelectiveCopyingConfig):
         v = config.vocab_size
