@@ -226,7 +226,7 @@ def _time_shards(task, config, n: int) -> dict:
     """One train shard of n samples through ssmbench.data.shards.write_shard, one Numba thread."""
     import numba
 
-    from ssmbench.data.shards import make_plan, storage_fields, write_shard
+    from ssmbench.data.build.shards import make_plan, storage_fields, write_shard
 
     numba.set_num_threads(1)
     spec = task.spec(config)
@@ -246,7 +246,7 @@ def _time_shards(task, config, n: int) -> dict:
 
     stats_fn = (lambda block: task.statistics(config, block)) if hasattr(task, "statistics") else None
     fixed = task.fixed_arrays(config) if hasattr(task, "fixed_arrays") else {}
-    block = int(max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1))))  # as ssmbench.data.build does
+    block = int(max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1))))  # as ssmbench.data.build.generate does
     attrs = {"task": task.name, "task_version": task.version, "config_json": json.dumps(config.to_dict())}
     with tempfile.TemporaryDirectory(prefix="ssmbench-bench-") as tmp:
         t0, c0 = time.perf_counter(), time.process_time()

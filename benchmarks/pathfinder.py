@@ -71,7 +71,7 @@ def per_image_cpu(task: Pathfinder, cfg, keys: np.ndarray) -> tuple[np.ndarray, 
 
 def write_cpu(task: Pathfinder, cfg, n: int, root: Path) -> tuple[float, float, int]:
     """(CPU s of the whole shard job, CPU s of the generate calls inside it, file bytes)."""
-    from ssmbench.data.shards import ShardSpec, storage_fields, write_shard
+    from ssmbench.data.build.shards import ShardSpec, storage_fields, write_shard
 
     shard = ShardSpec("train", 0, 1, 0, n)
     fields = storage_fields(task.spec(cfg))

@@ -89,13 +89,13 @@ def _is_plugin(name: str) -> bool:
 
 
 def test_the_scan_sees_the_layout():
-    assert {"ssmbench.api", "ssmbench.data.build", "ssmbench.cli.app", "ssmbench.generators.shift",
+    assert {"ssmbench.api", "ssmbench.data.build.generate", "ssmbench.cli.app", "ssmbench.generators.shift",
             "ssmbench.generators._listops_dedup"} <= set(MODULES)
-    build = {imp.target for imp in IMPORTS["ssmbench.data.build"]}
-    assert {"ssmbench.config", "ssmbench.data.shards", "ssmbench.data.manifest", "ssmbench.data.jobs"} <= build
-    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.jobs"])
-    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
-    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
+    build = {imp.target for imp in IMPORTS["ssmbench.data.build.generate"]}
+    assert {"ssmbench.config", "ssmbench.data.build.shards", "ssmbench.data.build.finalize", "ssmbench.data.build.jobs"} <= build
+    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.jobs"])
+    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
+    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
 
 
 @pytest.mark.parametrize("module", PLUMBING)

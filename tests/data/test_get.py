@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.data.catalog import load_catalog
-from ssmbench.data.get import entry_from_folder, get_dataset
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.hub.catalog import load_catalog
+from ssmbench.data.hub.get import entry_from_folder, get_dataset
+from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import VerificationError
 
 ARGV = ["generate", "shift", "--length", "64", "--n", "40", "--samples-per-shard", "8"]  # tiny_shift's command
@@ -141,7 +141,7 @@ def test_a_damaged_built_in_catalogue_is_one_line_saying_to_reinstall(tmp_path, 
     from importlib import resources
 
     from ssmbench.cli import main
-    from ssmbench.data import catalog
+    from ssmbench.data.hub import catalog
 
     text = resources.files("ssmbench").joinpath("catalog.json").read_text()
     copy = tmp_path / "catalog.json"
@@ -278,8 +278,8 @@ def test_equal_content_notes_only_the_versions_that_differ(tiny_shift, tmp_path)
 
 
 def test_other_bytes_without_content_hashes_are_refused(tiny_shift):
-    from ssmbench.data.catalog import _entry
-    from ssmbench.data.get import check_against_entry
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
 
     raw = entry_from_folder(tiny_shift, ARGV, 1)
     raw["shards"][2]["sha256"] = "6" * 64
@@ -292,8 +292,8 @@ def test_other_bytes_without_content_hashes_are_refused(tiny_shift):
 
 
 def test_a_content_digest_other_than_the_entrys_is_refused(tiny_shift):
-    from ssmbench.data.catalog import _entry
-    from ssmbench.data.get import check_against_entry
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
 
     raw = entry_from_folder(tiny_shift, ARGV, 1)
     assert len(check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))[0]) == 6
@@ -304,8 +304,8 @@ def test_a_content_digest_other_than_the_entrys_is_refused(tiny_shift):
 
 def test_a_shard_the_entry_does_not_list_is_refused(tiny_shift, tmp_path):
     """Listed in the manifest but not in the entry, or lying in the folder unlisted anywhere: both refused."""
-    from ssmbench.data.catalog import _entry
-    from ssmbench.data.get import check_against_entry
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
 
     raw = entry_from_folder(tiny_shift, ARGV, 1)
     fewer = {**raw, "shards": raw["shards"][:-1]}
@@ -318,8 +318,8 @@ def test_a_shard_the_entry_does_not_list_is_refused(tiny_shift, tmp_path):
 
 
 def test_shards_a_partial_download_left_out_are_not_called_missing(tiny_shift, tmp_path):
-    from ssmbench.data.catalog import _entry
-    from ssmbench.data.get import check_against_entry
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
 
     folder = present_copy(tiny_shift, tmp_path)
     (folder / "test/shard-00000-of-00001.h5").unlink()

@@ -12,7 +12,7 @@ Uploading is left to the Hub's own client: the result lists the `hf upload` comm
 same arguments work with the older `huggingface-cli upload`) and the equivalent Python call. `upload_release`
 runs the latter when huggingface_hub is installed and logged in; nothing else here needs it. Example:
 
-    >>> from ssmbench.data.publish import publish
+    >>> from ssmbench.data.hub.publish import publish
     >>> result = publish("data/pathfinder-512", "release", repo_id="ORG/ssmbench")   # doctest: +SKIP
     >>> print(result.commands[0])                                                    # doctest: +SKIP
     hf upload ORG/ssmbench release . --repo-type dataset --commit-message "ssmbench pathfinder-512"
@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError
-from ..plain import file_sha256
-from .build import load_manifest
-from .shards import SPLIT_ORDER, atomic_write_bytes
+from ...errors import DatasetError
+from ...plain import file_sha256
+from ..folder.atomic import atomic_write_bytes
+from ..folder.manifest import read_manifest_json
+from ..folder.splits import SPLIT_ORDER
 
 SUMS = "SHA256SUMS"
 
@@ -63,7 +64,8 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _check_publishable(root: Path, manifest: dict[str, Any]) -> None:
-    from .verify import absent_by_selection, raise_for, verify_dataset
+    from ..folder.checks import absent_by_selection
+    from .verify import raise_for, verify_dataset
 
     if absent_by_selection(root):
         raise DatasetError(f"{root} holds only part of {manifest['name']} (downloaded with --split/--include)",
@@ -78,7 +80,7 @@ def _check_publishable(root: Path, manifest: dict[str, Any]) -> None:
 
 def _refuse_local_paths(root: Path) -> None:
     """A card or manifest naming a local absolute path (a user's name, a scratch folder) is not published."""
-    from .command import local_paths
+    from ..build.command import local_paths
 
     for name in ("manifest.json", "README.md"):
         path = root / name
@@ -100,10 +102,10 @@ def sums_text(folder: Path, known: dict[str, str]) -> str:
 
 def collection_card(release_root: Path) -> str:
     """The release root's README.md: a Hugging Face card with one config per dataset folder found in it."""
-    from ..registry import get_task
-    from .cards import config_entry, info_entry
+    from ...registry import get_task
+    from ..build.cards import config_entry, info_entry
 
-    manifests = [load_manifest(p.parent) for p in sorted(release_root.glob("*/manifest.json"))]
+    manifests = [read_manifest_json(p.parent) for p in sorted(release_root.glob("*/manifest.json"))]
     categories = sorted({get_task(m["task"]).hf_task_category for m in manifests}) or ["other"]
     front = ["---", "pretty_name: ssmbench", "license: cc-by-4.0",
              "tags: [synthetic, long-range, benchmark, state-space-models, hdf5, ssmbench]",
@@ -152,10 +154,10 @@ def publish(path: str | Path, to: str | Path, *, repo_id: str | None = None) -> 
     `repo_id` (the Hub dataset repository, e.g. "ORG/ssmbench") goes into the printed commands and, when given,
     into croissant.json's `url`.
     """
-    from .cards import write_card
+    from ..build.cards import write_card
 
     root = Path(path)
-    manifest = load_manifest(root)
+    manifest = read_manifest_json(root)
     _check_publishable(root, manifest)
     release_root = Path(to)
     dest = release_root / manifest["name"]

@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VerificationError
-from ..plain import file_sha256
-from .build import load_manifest
-from .shards import SPLIT_ORDER, content_prefix, row_hashes
+from ...errors import VerificationError
+from ...plain import file_sha256
+from ..build.shards import content_prefix, row_hashes
+from ..folder.checks import absent_by_selection
+from ..folder.manifest import read_manifest_json
+from ..folder.splits import SPLIT_ORDER
 
 
 @dataclass
@@ -46,17 +48,6 @@ class VerifyReport:
         return {"path": self.path, "level": self.level, "ok": self.ok, "checked_files": self.checked_files,
                 "checked_samples": self.checked_samples, "oracle_rows": self.oracle_rows,
                 "regenerated": self.regenerated, "problems": self.problems, "absent": self.absent}
-
-
-def absent_by_selection(root: Path) -> set[str]:
-    """Shard paths that `ssmbench download --split/--include` left out of this folder on purpose."""
-    record = root / ".download.json"
-    if not record.exists():
-        return set()
-    try:
-        return set(json.loads(record.read_text()).get("absent", []))
-    except ValueError:
-        return set()
 
 
 def _check_attrs(h5: Any, manifest: dict[str, Any], split: str, shard: dict[str, Any], problems: list[str]) -> None:
@@ -92,7 +83,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
     import hdf5plugin  # noqa: F401  (registers the Zstd filter: repacked copies decode too)
 
     root = Path(path)
-    manifest = load_manifest(root)
+    manifest = read_manifest_json(root)
     regenerate = (8 if deep else 0) if regenerate is None else regenerate
     report = VerifyReport(str(root), "deep" if deep else "default")
     listed = set()
@@ -146,7 +137,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
 
 
 def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int, workers: int = 1) -> None:
-    from .jobs import run_jobs
+    from ..build.jobs import run_jobs
 
     absent = set(report.absent)
     jobs = [{"file": str(root / shard["path"]), "rel": shard["path"], "content_sha256": shard["content_sha256"],
@@ -170,8 +161,8 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
 
 @functools.lru_cache(maxsize=4)
 def _task_and_config(task_name: str, config_json: str) -> tuple[Any, Any]:
-    from ..registry import get_task
-    from ..task_config import from_plain
+    from ...registry import get_task
+    from ...task_config import from_plain
 
     task = get_task(task_name)
     return task, from_plain(task, json.loads(config_json))
@@ -210,9 +201,9 @@ def _deep_shard(file: str, rel: str, content_sha256: dict[str, str], task: str, 
 def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
     import h5py
 
-    from ..registry import get_task
-    from ..seeding import keys_for
-    from ..task_config import from_plain
+    from ...registry import get_task
+    from ...seeding import keys_for
+    from ...task_config import from_plain
 
     task = get_task(manifest["task"])
     if task.deduplicate:

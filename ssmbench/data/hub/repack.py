@@ -10,7 +10,7 @@ By default the copy goes to `<folder>-<codec>` beside the source (or `<out>/<nam
 shards one by one, each atomically, and rewrites the manifest last. Both modes keep a journal (`.repack.json`) of
 the shards already written, so an interrupted run resumes. Example:
 
-    >>> from ssmbench.data.repack import repack
+    >>> from ssmbench.data.hub.repack import repack
     >>> result = repack("data/pathfinder-512", codec="zstd:3")        # doctest: +SKIP
     >>> result.path                                                    # doctest: +SKIP
     PosixPath('data/pathfinder-512-zstd')
@@ -32,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, DatasetError, VerificationError
-from ..plain import file_sha256
-from .build import load_manifest
-from .provenance import created_utc
-from .shards import SPLIT_ORDER, atomic_write_json, content_prefix
+from ...errors import ConfigError, DatasetError, VerificationError
+from ...plain import file_sha256
+from ..build.provenance import created_utc
+from ..build.shards import content_prefix
+from ..folder.atomic import atomic_write_json
+from ..folder.manifest import read_manifest_json
+from ..folder.splits import SPLIT_ORDER
 
 JOURNAL = ".repack.json"
 LEVELS = {"zstd": (1, 22, 3), "gzip": (0, 9, 4)}
@@ -180,15 +182,15 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     """Repack the dataset at `path` with `codec` (see the module docstring); returns where the result is."""
     from tqdm import tqdm
 
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
 
     root = Path(path)
-    manifest = load_manifest(root)
+    manifest = read_manifest_json(root)
     codec = parse_codec(codec)
     source_sha = file_sha256(root / "manifest.json")
     dst = _destination(root, manifest, codec, out, in_place)
     if not in_place and (dst / "manifest.json").exists():
-        done = load_manifest(dst)
+        done = read_manifest_json(dst)
         if done.get("repacked_from") == source_sha and done.get("repack_codec") == codec:
             shards = [s for sp in SPLIT_ORDER for s in done["splits"][sp]["shards"] if (dst / s["path"]).exists()]
             return RepackResult(dst, codec, len(shards), 0, sum(s["num_bytes"] for s in shards), False)
@@ -242,7 +244,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
         if (root / ".download.json").exists():
             shutil.copy2(root / ".download.json", dst / ".download.json")
     atomic_write_json(dst / "manifest.json", new)
-    from .cards import write_card
+    from ..build.cards import write_card
 
     write_card(dst, new)
     journal_path.unlink(missing_ok=True)

@@ -2,9 +2,9 @@
 
 The folder lands in `<data root>/NAME` (where `ssmbench.open_dataset(NAME)` looks for it).
 
-A catalogue entry (`ssmbench.data.catalog`) pins what the dataset *is*: the generate command, the content digest
+A catalogue entry (`ssmbench.data.hub.catalog`) pins what the dataset *is*: the generate command, the content digest
 and every shard's size, sha256 and per-field content hashes. `get_dataset` fetches the folder from the entry's
-`sources` when it has any (`ssmbench.data.download`), else rebuilds it with the entry's `build.argv` and workers
+`sources` when it has any (`ssmbench.data.hub.download`), else rebuilds it with the entry's `build.argv` and workers
 into a staging folder beside the destination, then compares every shard with the entry:
 
 * equal sha256 everywhere (and the content digest): the folder is moved into place;
@@ -23,7 +23,7 @@ time; a second one waits with a line, then checks the folder the first one made.
 `check_against_entry` is the comparison, shared with `ssmbench verify DIR --catalog`. Example (the reduced twin
 of shift-4096 that the tests rebuild, a few seconds)::
 
-    >>> from ssmbench.data.get import get_dataset
+    >>> from ssmbench.data.hub.get import get_dataset
     >>> result = get_dataset("shift-4096-ci", to="data")                        # doctest: +SKIP
     >>> result.path, result.how, len(result.checked)                            # doctest: +SKIP
     (PosixPath('data/shift-4096-ci'), 'built', 3)
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, VerificationError
+from ...errors import DatasetError, VerificationError
 from .catalog import CatalogEntry, find_entry
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def _content_sha256(dset: Any) -> str:
     file in blocks of rows (a field's whole array is never held)."""
     import numpy as np
 
-    from .shards import content_prefix
+    from ..build.shards import content_prefix
 
     digest = hashlib.sha256(content_prefix(dset.dtype, dset.shape))
     if dset.shape == ():
@@ -156,7 +156,7 @@ def shard_facts(file: Path, want: dict[str, Any]) -> dict[str, Any]:
 def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
            hint: str | None = None) -> tuple[list[str], list[str], dict[str, str]]:
     """(checked shard paths, notes, sha256 of each file read); a VerificationError at the first disagreement."""
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
 
     if not entry.shards:
         raise DatasetError(f"catalogue entry {entry.name!r} lists no shards to check against",
@@ -249,7 +249,7 @@ def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: boo
     """
     import tempfile
 
-    from .jobs import BuildInterrupted
+    from ..build.jobs import BuildInterrupted
 
     exe = Path(sys.executable).with_name("ssmbench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ssmbench"]
@@ -442,7 +442,7 @@ def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path 
     time: a second one calls `on_wait` with a line (default: a logged warning), waits, then finds and checks the
     folder the first one made. `workers` processes rebuild, and as many threads hash the shards.
     """
-    from .build import data_root
+    from ..folder.locations import data_root
 
     entry = find_entry(name, catalog)
     root = data_root(to)
@@ -528,7 +528,7 @@ def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[
     `split`, a download fetches only that split (plus the manifest and card), and a folder downloaded earlier
     without it gets it added; an entry without a mirror is rebuilt whole (`ssmbench get`).
     """
-    from .build import data_root as default_root
+    from ..folder.locations import data_root as default_root
     from .download import download_dataset, looks_like_url
 
     text = str(name_or_path)
@@ -558,8 +558,8 @@ def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[
 
 def _split_left_out(folder: Path, split: str) -> bool:
     """Whether a partial download of `folder` left out shards of `split` (val or validation, train, test)."""
-    from .shards import SPLIT_ALIASES
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
+    from ..folder.splits import SPLIT_ALIASES
 
     prefix = SPLIT_ALIASES.get(split, split) + "/"
     return any(p.startswith(prefix) for p in absent_by_selection(folder))

@@ -9,9 +9,9 @@ then the other keys on top.
 Tasks that drop duplicates (`Task.deduplicate`, the ListOps tasks) cannot be streamed: their stored rows are the
 survivors of a candidate stream de-duplicated across the whole dataset, so val row i depends on every training
 candidate before it. `TaskStream` refuses them with a DatasetError; build the dataset with `ssmbench generate`
-and read it with `ssmbench.data.loader.open_dataset`.
+and read it with `ssmbench.data.read.loader.open_folder`.
 
->>> from ssmbench.data.streaming import TaskStream
+>>> from ssmbench.data.read.streaming import TaskStream
 >>> stream = TaskStream("cumsum", {"L": 16}, seed=0)
 >>> batch = stream.train_batch(step=3, batch_size=4)
 >>> batch["inputs"].shape, batch["sample_id"].tolist()
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, DatasetError
-from ..registry import get_task
-from ..seeding import keys_for
-from ..task_config import resolve
+from ...errors import ConfigError, DatasetError
+from ...registry import get_task
+from ...seeding import keys_for
+from ...task_config import resolve
 
 if TYPE_CHECKING:
-    from ..api import Task, TaskConfig
+    from ...api import Task, TaskConfig
 
 
 class TaskStream:
@@ -50,7 +50,7 @@ class TaskStream:
             raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
                                "the whole dataset, so they are not the raw key stream",
                                f"build it with `ssmbench generate {self.task.name}` and read it with "
-                               "ssmbench.data.loader.open_dataset(folder, split)")
+                               "ssmbench.open_dataset(folder, split)")
         if config is None:
             resolved = self.task.presets[self.task.default_preset]
         elif isinstance(config, Mapping):

@@ -1,4 +1,4 @@
-"""A map-style PyTorch dataset over one split of a dataset folder: `open_dataset(path, split)`.
+"""A map-style PyTorch dataset over one split of a dataset folder: `open_folder(path, split)`.
 
 The constructor reads `manifest.json` only, checks the folder (structure, task, task version) and keeps the shard
 table as NumPy arrays (small and copy-on-write friendly in DataLoader workers). HDF5 files are opened lazily, in
@@ -29,17 +29,17 @@ NumPy dict and returns whatever it likes.
 
 With `collate_fn=dataset.collate` a batch is read and transformed as whole (B, ...) columns and handed on without
 re-stacking; from a DataLoader worker it travels in the stored dtypes and the main process applies the transform
-on arrival (`ssmbench.data.columns`), so "model" costs no more bytes between processes than "compact".
+on arrival (`ssmbench.data.read.columns`), so "model" costs no more bytes between processes than "compact".
 
 Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) float32, targets (262144,) int64):
 
     >>> import tempfile, torch
-    >>> from ssmbench.data.build import generate_dataset
+    >>> from ssmbench.data.build.generate import generate_dataset
     >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("shift", length=64)[1]
     >>> folder = generate_dataset("shift", config, out=tmp.name, n=40, samples_per_shard=8).path
-    >>> ds = open_dataset(folder, "train")
+    >>> ds = open_folder(folder, "train")
     >>> len(ds), ds.shard_starts.tolist()
     (32, [0, 8, 16, 24, 32])
     >>> {k: (tuple(v.shape), str(v.dtype)) for k, v in ds[0].items()}
@@ -61,8 +61,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..api import Field, Spec
-from ..errors import DatasetError, VerificationError
+from ...api import Field, Spec
+from ...errors import DatasetError
+from ..folder.checks import DamagedDataError, check_folder
+from ..folder.manifest import load_manifest
+from ..folder.splits import canonical_split
 from .chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
 from .samplers import EvalShardSampler, ShardAwareSampler
@@ -70,43 +73,30 @@ from .samplers import EvalShardSampler, ShardAwareSampler
 if TYPE_CHECKING:
     import h5py  # no type information: h5py's objects are Any to the type checker
 
-__all__ = ["open_dataset", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS",
+__all__ = ["open_folder", "FolderDataset", "ShardAwareSampler", "EvalShardSampler", "collate", "TRANSFORMS",
            "DamagedDataError", "check_shard_files"]
 
 TRANSFORMS = ("model", "compact", "numpy")
-_REQUIRED = ("format", "task", "task_version", "spec", "splits", "config")
 
 
-def open_dataset(path: str | Path, split: str = "train", *, fields: Sequence[str] | None = None,
-                 transform: str | Callable[[dict[str, np.ndarray]], Any] = "model", expect_task: str | None = None,
-                 expect_config: Mapping[str, Any] | None = None, download: bool = True,
-                 max_open_files: int = 16) -> FolderDataset:
-    """One split of a dataset folder as a map-style dataset (see the module docstring for the item layout).
+def open_folder(path: str | Path, split: str = "train", *, fields: Sequence[str] | None = None,
+                transform: str | Callable[[dict[str, np.ndarray]], Any] = "model", expect_task: str | None = None,
+                expect_config: Mapping[str, Any] | None = None, max_open_files: int = 16) -> FolderDataset:
+    """One split of the dataset folder `path` as a map-style dataset (see the module docstring for the item layout).
 
-    `path` is a folder, or a dataset name looked up in the data root and then in the download catalogues
-    (downloaded when missing, unless `download=False`). `fields` names extra stored fields to return beside
-    inputs and targets (e.g. ("node_height", "node_op") for ListOps, ("label",) for Pathfinder). `expect_task`
-    and `expect_config` (config values that must match, e.g. {"size": 512}) refuse a folder of another task or
-    configuration. Every refusal is a one-line `DatasetError` naming the fix. `split` is train, val or test
-    (`validation` and `valid` mean val, as for `ssmbench download --split`).
+    `fields` names extra stored fields to return beside inputs and targets (e.g. ("node_height", "node_op") for
+    ListOps, ("label",) for Pathfinder). `expect_task` and `expect_config` (config values that must match, e.g.
+    {"size": 512}) refuse a folder of another task or configuration. Every refusal is a one-line `DatasetError`
+    naming the fix. `split` is train, val or test (`validation` and `valid` mean val, as for `ssmbench download
+    --split`). A dataset *name* (looked up in the data root, fetched when missing) is `ssmbench.open_dataset`'s.
     """
-    from .shards import canonical_split
-
     split = canonical_split(split, "split")
     folder = Path(path)
     if not folder.is_dir():
-        from .get import resolve_dataset
-
-        folder = resolve_dataset(path, download=download, split=split)
+        raise DatasetError(f"no dataset at {folder}: manifest.json not found",
+                           "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
     return FolderDataset(folder, split, fields=fields, transform=transform, expect_task=expect_task,
                          expect_config=expect_config, max_open_files=max_open_files)
-
-
-class DamagedDataError(DatasetError, VerificationError):
-    """A shard that is missing, of the wrong size, fails its sha256 or cannot be decoded: exit 3, as `ssmbench
-    verify` (a VerificationError), still caught by `except DatasetError` as before."""
-
-    exit_code = 3
 
 
 _HASHED: dict[tuple[str, int, int], str] = {}
@@ -165,75 +155,12 @@ def _spec_from_json(obj: Mapping[str, Any]) -> Spec:
                 input_scale=tuple(scale) if scale else None, metrics=tuple(obj.get("metrics", ())))
 
 
-def _regenerate_hint(manifest: Mapping[str, Any]) -> str:
-    argv = manifest.get("command", {}).get("argv") or ["generate", str(manifest.get("task"))]
-    return "regenerate it with the installed ssmbench: ssmbench " + " ".join(argv)
-
-
-def check_folder(root: Path, manifest: Mapping[str, Any], split: str, expect_task: str | None = None,
-                 expect_config: Mapping[str, Any] | None = None) -> None:
-    """Refuse (DatasetError) a folder whose manifest is incomplete, whose split is missing shards or has shards
-    of the wrong size, or that belongs to another task, configuration or task version. Cheap: `stat` only."""
-    from ..registry import tasks
-    from .verify import absent_by_selection
-
-    missing = [key for key in _REQUIRED if key not in manifest]
-    if missing:
-        raise DatasetError(f"{root}/manifest.json is incomplete (no {missing[0]!r}): truncated or not an ssmbench "
-                           "manifest", "re-download or regenerate the dataset")
-    if manifest["format"] != 1:
-        raise DatasetError(f"{root} has manifest format {manifest['format']!r}; this ssmbench reads format 1",
-                           "upgrade ssmbench")
-    task = manifest["task"]
-    if expect_task is not None and task != tasks.canonical(expect_task):
-        raise DatasetError(f"{root} holds task {task!r}, not {expect_task!r}",
-                           f"pass a {expect_task} folder (ssmbench generate {expect_task} ...)")
-    for key, value in (expect_config or {}).items():
-        if manifest["config"].get(key) != value:
-            raise DatasetError(f"{root} has {key} = {manifest['config'].get(key)!r}, not {value!r}",
-                               f"pass a folder built with {key} = {value!r}")
-    if task not in tasks:
-        raise DatasetError(f"{root} holds task {task!r}, which is not installed",
-                           "install the plug-in that provides it")
-    installed = str(tasks.get(task).version)
-    if str(manifest["task_version"]) != installed:
-        raise DatasetError(f"{root} was made by {task} version {manifest['task_version']}, the installed {task} is "
-                           f"version {installed}, so its samples differ from what this code generates",
-                           _regenerate_hint(manifest))
-    if split not in manifest["splits"]:
-        raise DatasetError(f"{root} has no split {split!r} (it has {', '.join(manifest['splits'])})",
-                           "pass one of those as split=")
-    info = manifest["splits"][split]
-    left_out = absent_by_selection(root)
-    start = 0
-    for shard in info.get("shards", []):
-        if shard["sample_start"] != start:
-            raise DatasetError(f"{root}/manifest.json: {shard['path']} starts at sample {shard['sample_start']}, "
-                               f"expected {start}", "re-download or regenerate the dataset")
-        start = shard["sample_stop"]
-        file = root / shard["path"]
-        if not file.is_file():
-            if shard["path"] in left_out:
-                raise DatasetError(f"{root}: {shard['path']} was left out by a partial download",
-                                   f"fetch the {split} split: ssmbench download {manifest.get('name', root.name)} "
-                                   f"--split {split} --to {root.parent}")
-            raise DamagedDataError(f"{root}: shard {shard['path']} is missing",
-                                   hint=f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
-        if file.stat().st_size != shard["num_bytes"]:
-            raise DamagedDataError(f"{root}: {shard['path']} has {file.stat().st_size} bytes, the manifest says "
-                                   f"{shard['num_bytes']} (truncated or replaced)",
-                                   hint=f"run `ssmbench verify {root}`, then re-download or regenerate the dataset")
-    if start != info.get("num_samples"):
-        raise DatasetError(f"{root}/manifest.json: the {split} shards cover {start} samples, the split has "
-                           f"{info.get('num_samples')}", "re-download or regenerate the dataset")
-
-
 _Source = np.ndarray | DatasetRows | InflatedRows
 """Where a shard's field is read from: a per-sample scalar field decoded whole, or a row reader."""
 
 
 class FolderDataset:
-    """Map-style dataset over one split of a dataset folder; build it with `open_dataset`.
+    """Map-style dataset over one split of a dataset folder; build it with `open_folder` (or `ssmbench.open_dataset`).
 
     Attributes: `root`, `split`, `task`, `task_version`, `dataset_id`, `config` (the resolved task config, a
     dict), `stored_spec`, `spec` (the Spec of the yielded tensors), `fields` (extra fields returned),
@@ -246,20 +173,18 @@ class FolderDataset:
                  max_open_files: int = 16) -> None:
         import dataclasses
 
-        from .build import load_manifest
-
         self.root = Path(root)
         manifest = load_manifest(self.root)
         check_folder(self.root, manifest, split, expect_task, expect_config)
         if not (callable(transform) or transform in TRANSFORMS):
             raise DatasetError(f"unknown transform {transform!r}", f"use one of {', '.join(TRANSFORMS)} or a callable")
         self.split, self.transform = split, transform
-        self.task, self.task_version = manifest["task"], str(manifest["task_version"])
-        self.dataset_id, self.config = manifest.get("dataset_id", ""), dict(manifest["config"])
-        self.stored_spec = _spec_from_json(manifest["spec"])
+        self.task, self.task_version = manifest.task, manifest.version
+        self.dataset_id, self.config = manifest.dataset_id or "", dict(manifest.config)
+        self.stored_spec = _spec_from_json(manifest.spec)
         self.spec = (dataclasses.replace(self.stored_spec, input_scale=None)
                      if transform == "model" and self.stored_spec.input_kind == "pixels" else self.stored_spec)
-        stored = {**manifest["spec"]["fields"], "sample_id": {"dtype": "int64", "shape": []}}
+        stored = {**manifest.spec["fields"], "sample_id": {"dtype": "int64", "shape": []}}
         self.fields = tuple(fields or ())
         unknown = [f for f in self.fields if f not in stored or f in ("inputs", "targets")]
         if unknown:
@@ -271,11 +196,12 @@ class FolderDataset:
         self._read = ("inputs", "targets", *self.fields)
         self._dtype = {k: np.dtype(stored[k]["dtype"]) for k in self._read}
         self._shape = {k: tuple(stored[k]["shape"]) for k in self._read}
-        shards = manifest["splits"][split]["shards"]
-        self._paths = np.array([s["path"] for s in shards], dtype=np.str_)  # (S,) fixed-width strings, no objects
-        self._sizes = np.array([s.get("num_bytes", -1) for s in shards], dtype=np.int64)  # (S,) -1: not recorded
-        self._sha256 = np.array([s.get("sha256") or "" for s in shards], dtype=np.str_)  # (S,) "": not recorded
-        self.shard_starts = np.array([0] + [s["sample_stop"] for s in shards], dtype=np.int64)  # (S + 1,)
+        shards = manifest.splits[split].shards
+        self._paths = np.array([s.path for s in shards], dtype=np.str_)  # (S,) fixed-width strings, no objects
+        self._sizes = np.array([-1 if s.num_bytes is None else s.num_bytes for s in shards],
+                               dtype=np.int64)  # (S,) -1: not recorded
+        self._sha256 = np.array([s.sha256 or "" for s in shards], dtype=np.str_)  # (S,) "": not recorded
+        self.shard_starts = np.array([0] + [s.sample_stop for s in shards], dtype=np.int64)  # (S + 1,)
         self.max_open_files = max(1, int(max_open_files))
         self._files: OrderedDict[int, tuple[h5py.File, dict[str, _Source]]] = OrderedDict()
         self._pid = os.getpid()
@@ -283,7 +209,7 @@ class FolderDataset:
     # ------------------------------------------------------------------------------------------------- protocol
     collate = staticmethod(collate)
     """`DataLoader(ds, batch_size=B, collate_fn=ds.collate)` skips the re-stacking copy of default_collate and,
-    from workers, ships batches in the stored dtypes (see `ssmbench.data.columns`)."""
+    from workers, ships batches in the stored dtypes (see `ssmbench.data.read.columns`)."""
 
     def __len__(self) -> int:
         return int(self.shard_starts[-1])
@@ -362,7 +288,7 @@ class FolderDataset:
             source = datasets[k]
             if isinstance(source, np.ndarray):  # per-sample scalar: the shard's one chunk, decoded once
                 out[k][sel] = source[rows]
-            else:  # one chunk per row (ssmbench.data.chunk_rows)
+            else:  # one chunk per row (ssmbench.data.read.chunk_rows)
                 source.read_into(out[k], sel, rows)
 
     def _open(self, s: int) -> dict[str, _Source]:
