@@ -26,10 +26,7 @@ from ...api import Field, Spec
 from ...errors import ConfigError, SsmbenchError
 from ...plain import file_sha256
 from ..folder.atomic import atomic_write_bytes, atomic_write_json, fsync_dir
-from ..folder.manifest import FORMAT_VERSION
 from ..folder.splits import SPLIT_ORDER
-
-
 
 SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
 

@@ -4,8 +4,9 @@ The folder lands in `<data root>/NAME` (where `ssmbench.open_dataset(NAME)` look
 
 A catalogue entry (`ssmbench.data.hub.catalog`) pins what the dataset *is*: the generate command, the content digest
 and every shard's size, sha256 and per-field content hashes. `get_dataset` fetches the folder from the entry's
-`sources` when it has any (`ssmbench.data.hub.download`), else rebuilds it with the entry's `build.argv` and workers
-into a staging folder beside the destination, then compares every shard with the entry:
+`sources` when it has any (`ssmbench.data.hub.download`), else rebuilds it here, in this process, with the entry's
+`build.argv` and workers (`ssmbench.data.build.replay`) into a staging folder beside the destination, then compares
+every shard with the entry:
 
 * equal sha256 everywhere (and the content digest): the folder is moved into place;
 * a shard whose decoded content differs is a `VerificationError` (exit 3) naming the first such shard and field
@@ -38,8 +39,6 @@ import os
 import platform
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -238,37 +237,25 @@ def check_against_entry(folder: Path, entry: CatalogEntry, workers: int | None =
 
 
 def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: bool) -> Path:
-    """Run the entry's `generate` command into `staging`, as a child process tied to this one's life.
+    """Build the entry's `generate` command into `staging`, in this process (`ssmbench.data.build.replay`).
 
-    The child gets its own session (so its process group, with its forkserver and pool workers, can be ended as one)
-    and, on Linux, PR_SET_PDEATHSIG = SIGKILL: if this process is killed, even by SIGKILL, the child goes too (and
-    its workers, which watch it). Ctrl-C or SIGTERM here is passed on to the child as SIGINT (it stops at its next
-    block, ends its pool and keeps the shards done) and then raises `BuildInterrupted` (exit 130): a re-run of the same `get`
-    continues the build in the staging folder. A second signal, or a child still running 30 s after the first,
-    ends the child's process group with SIGKILL.
+    Ctrl-C or SIGTERM stops the build as Ctrl-C stops `generate` (at its next block; a pool's workers are ended,
+    the shards done are kept) and raises `BuildInterrupted` (exit 130) naming the signal: a re-run of the same
+    `get` continues the build in the staging folder. A second signal stops at once. If this process is killed
+    outright, the pool's workers go with it (they watch it; see `ssmbench.data.build.jobs`).
     """
-    import tempfile
-
     from ..build.jobs import BuildInterrupted
+    from ..build.replay import generate_from_argv
 
-    exe = Path(sys.executable).with_name("ssmbench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ssmbench"]
     w = workers or int(entry.build.get("workers") or 1)
-    args = [*cmd, *entry.build["argv"], "--workers", str(w), "--out", str(staging), "--json"]
-    if quiet:
-        args.append("-q")
-    with tempfile.TemporaryFile("w+") as out:  # a file, not a pipe: nothing can block on a full pipe
-        with _child_tied_to_us(args, out) as child:
-            child.wait()
-        if child.signum is not None:
+    argv = [*entry.build["argv"], "--workers", str(w), "--out", str(staging), "--json", *(["-q"] if quiet else [])]
+    with _signals_stop_the_build() as caught:
+        try:
+            return generate_from_argv(argv).path
+        except (BuildInterrupted, KeyboardInterrupt):
             raise BuildInterrupted(
-                f"interrupted ({signal_name(child.signum)}) while rebuilding {entry.name}: the shards done are kept "
-                f"in {staging}; re-run the same command to continue")
-        if child.returncode:
-            raise DatasetError(f"rebuilding {entry.name} failed (ssmbench {' '.join(entry.build['argv'])} exited "
-                               f"{child.returncode})", "see the message above; re-run the same command to continue")
-        out.seek(0)
-        return Path(json.loads(out.read())["path"])
+                f"interrupted ({signal_name(caught.get('signum', signal.SIGINT))}) while rebuilding {entry.name}: "
+                f"the shards done are kept in {staging}; re-run the same command to continue") from None
 
 
 def signal_name(signum: int) -> str:
@@ -278,93 +265,32 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _die_with(parent: int) -> Callable[[], None] | None:
-    """A `preexec_fn` that makes the child receive SIGKILL when `parent` (this process) dies (Linux), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the line above: nobody would kill us
-            os._exit(1)
-
-    return preexec
-
-
-class _Child:
-    """A child process in its own session; signals to this process are passed on (see `_rebuild`)."""
-
-    GRACE_S = 30.0
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
-        self.signum: int | None = None
-        self.deadline: float | None = None
-        self.returncode: int | None = None
-
-    def handle(self, signum: int, frame: Any) -> None:
-        import time
-
-        if self.signum is None:
-            self.signum = signum
-            self.deadline = time.monotonic() + self.GRACE_S
-            try:  # generate's own process only: its pool workers ignore SIGINT once started, not while starting
-                os.kill(self.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        else:
-            self.kill_group(signal.SIGKILL)
-
-    def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)  # its group id is its pid (start_new_session)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def exited(self) -> bool:
-        """Whether the child has exited, without reaping it (its pid, hence its group id, stays reserved)."""
-        if hasattr(os, "waitid"):
-            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
-        return self.proc.poll() is not None
-
-    def wait(self) -> None:
-        import time
-
-        while not self.exited():
-            time.sleep(0.05)
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                self.kill_group(signal.SIGKILL)
-        self.kill_group(signal.SIGKILL)  # what it left of its group (pool workers, forkserver), if anything
-        self.returncode = self.proc.wait()
-
-
 @contextmanager
-def _child_tied_to_us(args: list[str], out: Any) -> Iterator[_Child]:
-    """Start `args` (stdout to `out`) as a `_Child`; SIGINT and SIGTERM are passed on to it meanwhile (main thread
-    only), and whatever way this block is left, nothing of the child's process group survives it."""
+def _signals_stop_the_build() -> Iterator[dict[str, int]]:
+    """For the duration, SIGINT and SIGTERM both do what Ctrl-C does to a build (`build.jobs.interrupts`: the first
+    stops it at its next check, a second at once); yields a dict that records the first one's number ("signum")."""
     import threading
 
-    proc = subprocess.Popen(args, stdout=out, start_new_session=True, preexec_fn=_die_with(os.getpid()))
-    child = _Child(proc)
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, child.handle)
-    try:
-        yield child
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if proc.returncode is None:  # left by an exception: end the child and its workers now
-            child.kill_group(signal.SIGKILL)
-            proc.wait()
+    from ..build.jobs import interrupts
+
+    caught: dict[str, int] = {}
+    with interrupts():
+        if threading.current_thread() is not threading.main_thread():
+            yield caught
+            return
+        build_handler = signal.getsignal(signal.SIGINT)
+
+        def handler(signum: int, frame: Any) -> None:
+            caught.setdefault("signum", signum)
+            if callable(build_handler):
+                build_handler(signum, frame)
+
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield caught
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 @contextmanager
