@@ -49,8 +49,7 @@ def test_a_build_larger_than_the_disk_is_refused_before_its_plan(tmp_path):
 
 def _fake_disk(monkeypatch, free: int, per_sample: float | None) -> list:
     """`free` bytes free; the written probe stores `per_sample` bytes a sample (None: the probe must not run)."""
-    from ssmbench.data.build import estimate
-    from ssmbench.data.build import space
+    from ssmbench.data.build import estimate, space
 
     probes: list = []
 

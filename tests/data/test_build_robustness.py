@@ -25,8 +25,7 @@ import numpy as np
 import pytest
 
 from ssmbench import registry
-from ssmbench.data.build import jobs
-from ssmbench.data.build import shards
+from ssmbench.data.build import jobs, shards
 from ssmbench.data.build.generate import generate_dataset
 from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import SsmbenchError

@@ -16,8 +16,7 @@ import pytest
 import torch
 
 from ssmbench import open_dataset
-from ssmbench.data.read import columns
-from ssmbench.data.read import ring
+from ssmbench.data.read import columns, ring
 from ssmbench.data.read.columns import Columns
 from ssmbench.data.read.loader import ShardAwareSampler
 

@@ -193,8 +193,7 @@ def tiny_shift(tmp_path):
 
 
 def test_preview_and_card_on_a_read_only_dataset(tiny_shift, capsys, monkeypatch, tmp_path):
-    from ssmbench.data.build import cards
-    from ssmbench.data.build import preview
+    from ssmbench.data.build import cards, preview
 
     folder = tiny_shift.path
     real_save = preview._save

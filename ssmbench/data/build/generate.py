@@ -23,12 +23,12 @@ from ...config import canonical_json, config_sha256
 from ...errors import DatasetError
 from ...registry import disable_svml, get_task
 from ...seeding import SEED_SCHEME, keys_for
-from .jobs import BuildInterrupted, interrupts
-from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
-from .progress import check_fits_before_planning, check_space, finalized, shards_present, space_needed, sweep
 from ..folder.atomic import atomic_write_json
 from ..folder.locations import data_root
 from ..folder.manifest import FORMAT_VERSION
+from .jobs import BuildInterrupted, interrupts
+from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
+from .progress import check_fits_before_planning, check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
 from .shards import (
     ShardSpec,
