@@ -53,9 +53,12 @@ def _plain(obj: Any) -> dict[str, Any]:
     return {**out, **obj.extra}
 
 
-def _split_off(obj: Mapping[str, Any], cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+def _split_off(obj: Mapping[str, Any], cls: type, required: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the fields of `cls` in `obj`, the rest). An optional key whose value is null goes with the rest, so that it
+    is written back as null (a None field means "absent")."""
     known = set(_known(cls))
-    return ({k: v for k, v in obj.items() if k in known}, {k: v for k, v in obj.items() if k not in known})
+    fields = {k: v for k, v in obj.items() if k in known and (v is not None or k in required)}
+    return fields, {k: v for k, v in obj.items() if k not in fields}
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,12 @@ class ShardInfo:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ShardInfo:
-        known, extra = _split_off(obj, cls)
+        required = ("path", "sample_start", "sample_stop")
+        missing = [key for key in required if key not in obj]
+        if missing:
+            raise DatasetError(f"a shard entry of the manifest has no {missing[0]!r} ({dict(obj)}): truncated or not "
+                               "an ssmbench manifest", "re-download or regenerate the dataset")
+        known, extra = _split_off(obj, cls, required)
         return cls(**known, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
@@ -96,7 +104,7 @@ class SplitInfo:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> SplitInfo:
-        extra = {k: v for k, v in obj.items() if k not in ("num_samples", "shards")}
+        extra = {k: v for k, v in obj.items() if k != "shards" and (k != "num_samples" or v is None)}
         return cls(obj.get("num_samples"), tuple(ShardInfo.from_json(s) for s in obj.get("shards", [])),
                    "shards" in obj, extra)
 
@@ -144,7 +152,7 @@ class Manifest:
         if missing:
             raise DatasetError(f"{where} is incomplete (no {missing[0]!r}): truncated or not an ssmbench manifest",
                                "re-download or regenerate the dataset")
-        known, extra = _split_off(obj, cls)
+        known, extra = _split_off(obj, cls, REQUIRED_KEYS)
         splits = {name: SplitInfo.from_json(info) for name, info in known.pop("splits").items()}
         return cls(**known, splits=splits, extra=extra)
 
