@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DatasetError, VerificationError
+from ..folder.manifest import Manifest, load_manifest
+from ..folder.splits import SPLIT_ORDER
 from .catalog import CatalogEntry, find_entry
 
 log = logging.getLogger(__name__)
@@ -97,16 +99,23 @@ def _hash_workers(workers: int | None) -> int:
     return max(1, workers or min(4, os.cpu_count() or 1))
 
 
-def _read_manifest(folder: Path) -> dict[str, Any]:
+def _read_manifest(folder: Path) -> Manifest:
+    """The folder's manifest, with a shard list for each of train, val and test; a VerificationError (exit 3)
+    when it is missing or unreadable."""
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        shards = [sh["path"] for s in ("train", "val", "test") for sh in manifest["splits"][s]["shards"]]
+        manifest = Manifest.from_json(json.loads((folder / "manifest.json").read_text()), folder / "manifest.json")
+        unlisted = [s for s in SPLIT_ORDER if s not in manifest.splits or not manifest.splits[s].listed]
+        if unlisted:
+            raise KeyError(unlisted[0])
     except FileNotFoundError:
         raise VerificationError(f"{folder}: manifest.json is missing") from None
-    except (ValueError, KeyError, TypeError) as exc:  # truncated, or not a dataset manifest
+    except (ValueError, KeyError, TypeError, AttributeError, DatasetError) as exc:  # truncated, or not a manifest
         raise VerificationError(f"{folder}: manifest.json is unreadable ({type(exc).__name__}: {exc})") from None
-    manifest["_shards"] = shards
     return manifest
+
+
+def _shard_paths(manifest: Manifest) -> list[str]:
+    return [sh.path for s in SPLIT_ORDER for sh in manifest.shards(s)]
 
 
 def _content_sha256(dset: Any) -> str:
@@ -169,7 +178,7 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
         raise VerificationError(f"{folder}: shard {missing[0]} is missing here"
                                 f"{f' ({len(missing)} missing)' if len(missing) > 1 else ''}; {_facts_line(entry)}",
                                 hint=hint)
-    unlisted = sorted((set(manifest["_shards"]) | on_disk) - {sh["path"] for sh in entry.shards})
+    unlisted = sorted((set(_shard_paths(manifest)) | on_disk) - {sh["path"] for sh in entry.shards})
     if unlisted:
         raise VerificationError(f"{folder}: shard {unlisted[0]} is not in the catalogue entry {entry.name!r} (the "
                                 f"split or shard plan differs); {_facts_line(entry)}", hint=hint)
@@ -210,8 +219,8 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
         for k in VERSION_KEYS:
             if k in differ:
                 differing.setdefault(k, differ[k])
-    if entry.content_digest and manifest.get("content_digest") != entry.content_digest:
-        raise VerificationError(f"{folder}: content digest {str(manifest.get('content_digest'))[:16]}... differs "
+    if entry.content_digest and manifest.content_digest != entry.content_digest:
+        raise VerificationError(f"{folder}: content digest {str(manifest.content_digest)[:16]}... differs "
                                 f"from the catalogue's {entry.content_digest[:16]}...; {_facts_line(entry)}", hint=hint)
     notes = []
     if containers:
@@ -349,8 +358,7 @@ def _check_present(dest: Path, entry: CatalogEntry, workers: int | None) -> tupl
         if got != entry.manifest_sha256:
             raise VerificationError(f"{dest}: manifest.json differs from catalogue entry {entry.name!r} (sha256 "
                                     f"{got[:16]}..., catalogue {entry.manifest_sha256[:16]}...)", hint=hint)
-    listed = {sh["path"]: sh["sha256"] for s in ("train", "val", "test")
-              for sh in _read_manifest(dest)["splits"][s]["shards"]}
+    listed = {sh.path: sh.sha256 for s in SPLIT_ORDER for sh in _read_manifest(dest).shards(s)}
     try:  # the manifest against the files: what was just read is not read again
         raise_for(verify_dataset(dest, hashed={p for p, sha in read.items() if listed.get(p) == sha}))
     except VerificationError as exc:
@@ -399,15 +407,15 @@ def entry_for_folder(folder: Path, catalog: str | Path | Sequence[str | Path] | 
     """The catalogue entry describing `folder`: by folder name, else by dataset id (the content digest decides)."""
     from .catalog import load_catalog
 
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
+    manifest = load_manifest(folder)
     cat = load_catalog(catalog)
-    if Path(folder).name in cat and cat[Path(folder).name].dataset_id in (None, manifest["dataset_id"]):
+    if Path(folder).name in cat and cat[Path(folder).name].dataset_id in (None, manifest.dataset_id):
         return cat[Path(folder).name]
-    same = [cat[n] for n in cat if cat[n].dataset_id == manifest["dataset_id"]]
-    exact = [e for e in same if e.content_digest == manifest["content_digest"]]
+    same = [cat[n] for n in cat if cat[n].dataset_id == manifest.dataset_id]
+    exact = [e for e in same if e.content_digest == manifest.content_digest]
     if exact or same:
         return (exact or same)[0]
-    raise DatasetError(f"no catalogue entry describes {folder} (dataset id {manifest['dataset_id']})",
+    raise DatasetError(f"no catalogue entry describes {folder} (dataset id {manifest.dataset_id})",
                        "list the entries with `ssmbench ls datasets`; add a catalogue with --catalog FILE")
 
 
@@ -422,22 +430,22 @@ def verify_catalog(folder: str | Path, catalog: str | Path | Sequence[str | Path
 def entry_from_folder(folder: Path, argv: list[str], workers: int, build: dict[str, float] | None = None,
                       description: str = "") -> dict[str, Any]:
     """A catalogue entry (JSON) for a verified folder built by `ssmbench <argv> --workers <workers>`."""
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
-    shards = [{"path": sh["path"], "num_bytes": sh["num_bytes"], "sha256": sh["sha256"],
-               "content": {k: v[:16] for k, v in sorted(sh["content_sha256"].items())}}
-              for split in ("train", "val", "test") for sh in manifest["splits"][split]["shards"]]
-    files = [f for f in manifest.get("files", []) if f["path"] != "preview.png"]
+    manifest = load_manifest(folder)
+    shards = [{"path": sh.path, "num_bytes": sh.num_bytes, "sha256": sh.sha256,
+               "content": {k: v[:16] for k, v in sorted((sh.content_sha256 or {}).items())}}
+              for split in SPLIT_ORDER for sh in manifest.splits[split].shards]
+    files = [f for f in manifest.files or [] if f["path"] != "preview.png"]
+    storage, environment = manifest.storage or {}, manifest.environment or {}
     return {
-        "description": description or manifest["name"], "task": manifest["task"],
-        "task_version": str(manifest["task_version"]), "dataset_id": manifest["dataset_id"], "folder": manifest["name"],
-        "content_digest": manifest["content_digest"],
+        "description": description or manifest.name, "task": manifest.task,
+        "task_version": manifest.version, "dataset_id": manifest.dataset_id, "folder": manifest.name,
+        "content_digest": manifest.content_digest,
         "build": {"argv": list(argv), "workers": workers,
                   **{k: round(float(v), 1) for k, v in (build or {}).items() if k in ("wall_s", "cpu_s")}},
-        "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}"
-                  for k, v in sorted(manifest["storage"]["fields"].items())},
-        "environment": {"ssmbench": manifest["ssmbench_version"],
-                        **{k: manifest["environment"][k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")}},
-        "num_samples": {s: manifest["splits"][s]["num_samples"] for s in ("train", "val", "test")},
+        "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}" for k, v in sorted(storage["fields"].items())},
+        "environment": {"ssmbench": manifest.ssmbench_version,
+                        **{k: environment[k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")}},
+        "num_samples": {s: manifest.splits[s].num_samples for s in SPLIT_ORDER},
         "num_bytes": sum(sh["num_bytes"] for sh in shards) + sum(f["num_bytes"] for f in files),
         "files": [{"path": f["path"], "num_bytes": f["num_bytes"], "sha256": f["sha256"]} for f in files],
         "shards": shards,

@@ -64,7 +64,7 @@ import numpy as np
 from ...api import Field, Spec
 from ...errors import DatasetError
 from ..folder.checks import DamagedDataError, check_folder
-from ..folder.manifest import load_manifest
+from ..folder.manifest import ShardInfo, load_manifest
 from ..folder.splits import canonical_split
 from .chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
@@ -114,34 +114,34 @@ def _sha256(path: Path) -> str:
     return _HASHED[key]
 
 
-def check_shard_files(root: str | Path, shards: Sequence[Mapping[str, Any]], workers: int | None = None) -> None:
-    """Size and sha256 of each shard file (manifest entries: path, num_bytes, sha256) against the manifest, hashed
-    in `workers` threads (default: up to 4; each file once per process); a one-line `DamagedDataError` (exit 3)
-    naming the first that differs and `ssmbench verify`. What a run does before its first step, on the shards it
-    will read: a damaged file is refused even where its damaged rows would not be drawn. `ssmbench verify --deep`
-    (the decoded content) stays the full check."""
+def check_shard_files(root: str | Path, shards: Sequence[ShardInfo], workers: int | None = None) -> None:
+    """Size and sha256 of each shard file against its manifest entry (those it records), hashed in `workers`
+    threads (default: up to 4; each file once per process); a one-line `DamagedDataError` (exit 3) naming the first
+    that differs and `ssmbench verify`. What a run does before its first step, on the shards it will read: a
+    damaged file is refused even where its damaged rows would not be drawn. `ssmbench verify --deep` (the decoded
+    content) stays the full check."""
     from concurrent.futures import ThreadPoolExecutor
 
     root = Path(root)
     for sh in shards:
-        file = root / sh["path"]
+        file = root / sh.path
         if not file.is_file():
-            raise DamagedDataError(f"{root}: shard {sh['path']} is missing; run `ssmbench verify {root}`, then "
+            raise DamagedDataError(f"{root}: shard {sh.path} is missing; run `ssmbench verify {root}`, then "
                                    "re-download or rebuild the folder")
-        if sh.get("num_bytes") is not None and file.stat().st_size != sh["num_bytes"]:
-            raise DamagedDataError(f"{root}: shard {sh['path']} has {file.stat().st_size} bytes, the manifest says "
-                                   f"{sh['num_bytes']} (truncated or replaced); run `ssmbench verify {root}`, then "
+        if sh.num_bytes is not None and file.stat().st_size != sh.num_bytes:
+            raise DamagedDataError(f"{root}: shard {sh.path} has {file.stat().st_size} bytes, the manifest says "
+                                   f"{sh.num_bytes} (truncated or replaced); run `ssmbench verify {root}`, then "
                                    "re-download or rebuild the folder")
-    hashed = [sh for sh in shards if sh.get("sha256")]
+    hashed = [(sh.path, sh.sha256) for sh in shards if sh.sha256]
     pool = ThreadPoolExecutor(max(1, workers or min(4, os.cpu_count() or 1)))  # file reads and sha256 free the GIL
     try:
-        got = list(pool.map(lambda sh: _sha256(root / sh["path"]), hashed))
+        got = list(pool.map(lambda entry: _sha256(root / entry[0]), hashed))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    for sh, sha in zip(hashed, got, strict=True):
-        if sha != sh["sha256"]:
-            raise DamagedDataError(f"{root}: shard {sh['path']} is damaged (its sha256 {sha[:12]}... is not the "
-                                   f"manifest's {sh['sha256'][:12]}...); run `ssmbench verify {root}`, then "
+    for (path, want), sha in zip(hashed, got, strict=True):
+        if sha != want:
+            raise DamagedDataError(f"{root}: shard {path} is damaged (its sha256 {sha[:12]}... is not the "
+                                   f"manifest's {want[:12]}...); run `ssmbench verify {root}`, then "
                                    "re-download or rebuild the folder")
 
 
@@ -255,9 +255,10 @@ class FolderDataset:
         """`check_shard_files` on these shards (numbers, default all) of the split: size and sha256 against the
         manifest, before any is read; a `DamagedDataError` (exit 3) naming the first that differs."""
         chosen = range(len(self._paths)) if shards is None else sorted({int(s) for s in shards})
-        check_shard_files(self.root, [{"path": str(self._paths[s]), "sha256": str(self._sha256[s]) or None,
-                                       "num_bytes": int(self._sizes[s]) if self._sizes[s] >= 0 else None}
-                                      for s in chosen], workers)
+        check_shard_files(self.root, [ShardInfo(str(self._paths[s]), int(self.shard_starts[s]),
+                                                int(self.shard_starts[s + 1]),
+                                                int(self._sizes[s]) if self._sizes[s] >= 0 else None,
+                                                str(self._sha256[s]) or None) for s in chosen], workers)
 
     # -------------------------------------------------------------------------------------------------- reading
     def read_rows(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
