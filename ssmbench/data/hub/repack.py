@@ -37,7 +37,7 @@ from ...plain import file_sha256
 from ..build.provenance import created_utc
 from ..build.shards import content_prefix
 from ..folder.atomic import atomic_write_json
-from ..folder.manifest import read_manifest_json
+from ..folder.manifest import Manifest, load_manifest, read_manifest_json
 from ..folder.splits import SPLIT_ORDER
 
 JOURNAL = ".repack.json"
@@ -168,10 +168,10 @@ def repack_shard(src: Path, dst: Path, codec: str, expected: dict[str, str]) -> 
         tmp.unlink(missing_ok=True)
 
 
-def _destination(root: Path, manifest: dict[str, Any], codec: str, out: str | Path | None, in_place: bool) -> Path:
+def _destination(root: Path, manifest: Manifest, codec: str, out: str | Path | None, in_place: bool) -> Path:
     if in_place:
         return root
-    dst = Path(out) / manifest["name"] if out else root.parent / f"{root.name}-{codec.split(':')[0]}"
+    dst = Path(out) / str(manifest.name) if out else root.parent / f"{root.name}-{codec.split(':')[0]}"
     if dst.resolve() == root.resolve():
         raise ConfigError("--out", f"{dst} is the source folder", "use --in-place to replace the shards there")
     return dst
@@ -185,7 +185,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     from ..folder.checks import absent_by_selection
 
     root = Path(path)
-    manifest = read_manifest_json(root)
+    manifest = load_manifest(root)
     codec = parse_codec(codec)
     source_sha = file_sha256(root / "manifest.json")
     dst = _destination(root, manifest, codec, out, in_place)
@@ -196,9 +196,8 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
             return RepackResult(dst, codec, len(shards), 0, sum(s["num_bytes"] for s in shards), False)
         raise DatasetError(f"{dst} already holds another dataset folder", "pass another --out, or remove it")
     left_out = absent_by_selection(root)
-    shards = [(split, s) for split in SPLIT_ORDER for s in manifest["splits"][split]["shards"]
-              if s["path"] not in left_out]
-    missing = [s["path"] for _, s in shards if not (root / s["path"]).exists()]
+    shards = [(split, s) for split in SPLIT_ORDER for s in manifest.shards(split) if s.path not in left_out]
+    missing = [s.path for _, s in shards if not (root / s.path).exists()]
     if missing:
         raise DatasetError(f"{root}: {len(missing)} shard(s) missing, e.g. {missing[0]}",
                            "run `ssmbench verify` and re-download or regenerate them first")
@@ -211,23 +210,22 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     dst.mkdir(parents=True, exist_ok=True)
     for stray in dst.glob("*/*.h5.tmp.*"):  # a shard being written when an earlier run died
         stray.unlink()
-    before = sum(s["num_bytes"] for _, s in shards)
+    before = sum(s.num_bytes or 0 for _, s in shards)
     bar = tqdm(total=len(shards), unit="shard", desc=f"repack {codec}", file=sys.stderr, disable=not progress,
                leave=False)
     try:
         for _, shard in shards:
-            target = dst / shard["path"]
-            record = journal["done"].get(shard["path"])
+            target = dst / shard.path
+            record = journal["done"].get(shard.path)
             if not (record and target.exists() and record["num_bytes"] == target.stat().st_size
                     and record["sha256"] == file_sha256(target)):
-                repack_shard(root / shard["path"], target, codec, shard["content_sha256"])
-                journal["done"][shard["path"]] = {"num_bytes": target.stat().st_size,
-                                                  "sha256": file_sha256(target)}
+                repack_shard(root / shard.path, target, codec, shard.content_sha256 or {})
+                journal["done"][shard.path] = {"num_bytes": target.stat().st_size, "sha256": file_sha256(target)}
                 atomic_write_json(journal_path, journal)
             bar.update(1)
     finally:
         bar.close()
-    new = copy.deepcopy(manifest)
+    new = copy.deepcopy(manifest.to_json())  # the copy's manifest: the source's, shard files and codecs replaced
     for split in SPLIT_ORDER:
         for shard in new["splits"][split]["shards"]:
             if shard["path"] in journal["done"]:
@@ -239,7 +237,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     new["repack_codec"] = codec
     new["repacked_utc"] = created_utc()
     if not in_place:
-        for f in manifest.get("files", []):
+        for f in manifest.files or []:
             shutil.copy2(root / f["path"], dst / f["path"])
         if (root / ".download.json").exists():
             shutil.copy2(root / ".download.json", dst / ".download.json")
