@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     import numba
 
     from ssmbench import open_dataset
-    from ssmbench.data.streaming import TaskStream
+    from ssmbench.data.read.streaming import TaskStream
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True)

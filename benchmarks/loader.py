@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from ssmbench.data.loader import FolderDataset, ShardAwareSampler, open_dataset
+from ssmbench.data.read.loader import FolderDataset, ShardAwareSampler
+from ssmbench.data.read.loader import open_folder as open_dataset
 
 DATASETS = {  # key: (generate arguments, paper batch size per device, samples built: the train split (80 %)
     # holds a timing's warm-up and timed batches without reading a sample twice)

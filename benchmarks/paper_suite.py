@@ -178,7 +178,7 @@ def run_one(name: str, argv: list[str], args, log) -> dict:
     row["extrapolated"] = n != full_n
     row["scale"] = full_n / n
     if not row["verify"]["rc"] and n == full_n and args.catalog:
-        from ssmbench.data.get import entry_from_folder
+        from ssmbench.data.hub.get import entry_from_folder
 
         write_catalog(args.catalog, {name: entry_from_folder(folder, argv, args.workers, build, DESCRIPTIONS[name])})
     return row
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(args.report.read_text())
         print(table(data["rows"], data.get("fixed")))
         if args.catalog and args.write_catalog:  # entries for the verified full-size rows of that run
-            from ssmbench.data.get import entry_from_folder
+            from ssmbench.data.hub.get import entry_from_folder
 
             write_catalog(args.catalog, {
                 r["name"]: entry_from_folder(Path(r["folder"]), r["argv"], args.workers, r["build"],

@@ -20,7 +20,7 @@ from .errors import VerificationError as VerificationError
 from .registry import get_task as get_task
 
 _LAZY = {"evaluate": ("ssmbench.harness.evaluation", "evaluate"),
-         "open_dataset": ("ssmbench.data.loader", "open_dataset")}
+         "open_dataset": ("ssmbench.data.hub.open", "open_dataset")}
 
 
 def __getattr__(name: str):  # heavy entry points load on first use, so `import ssmbench` stays light

@@ -6,7 +6,10 @@
 - only `ssmbench/cli/` imports click;
 - no core module imports a specific plug-in module (`ssmbench.generators.<task>`, ...) at module level, and
   `ssmbench/data/` reaches plug-ins only through the registry (no import of one anywhere);
-- no import cycles among ssmbench modules, counting imports inside functions too.
+- no import cycles among ssmbench modules, counting imports inside functions too;
+- layers: `ssmbench/cli/` -> `ssmbench/harness/` -> `ssmbench/data/` -> the core (the top-level modules), never back;
+- inside `ssmbench/data/`: `folder/` (the dataset-folder contract) imports only the core, `read/` only `folder/` and
+  the core (a reader never loads the builder or the downloader), and the harness reaches no `hub/` module.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ PLUGIN_DIRS = {"generators": "ssmbench.generators", "evaluators": "ssmbench.eval
                "reference_models": "ssmbench.reference_models"}
 PLUMBING = ["ssmbench.api", "ssmbench.errors", "ssmbench.registry", "ssmbench.config", "ssmbench.seeding",
             "ssmbench.training_policy"]
+CORE = ("ssmbench", *PLUMBING, "ssmbench.task_config", "ssmbench.plain")
+"""The top-level modules (`ssmbench` itself for `__version__`): what `ssmbench/data/folder/` may import."""
 
 
 @dataclass(frozen=True)
@@ -91,13 +96,13 @@ def _is_plugin(name: str) -> bool:
 
 
 def test_the_scan_sees_the_layout():
-    assert {"ssmbench.api", "ssmbench.data.build", "ssmbench.cli.app", "ssmbench.generators.shift",
+    assert {"ssmbench.api", "ssmbench.data.build.generate", "ssmbench.cli.app", "ssmbench.generators.shift",
             "ssmbench.generators._listops_dedup"} <= set(MODULES)
-    build = {imp.target for imp in IMPORTS["ssmbench.data.build"]}
-    assert {"ssmbench.config", "ssmbench.data.shards", "ssmbench.data.manifest", "ssmbench.data.jobs"} <= build
-    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.jobs"])
-    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
-    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.shards"])
+    build = {imp.target for imp in IMPORTS["ssmbench.data.build.generate"]}
+    assert {"ssmbench.config", "ssmbench.data.build.shards", "ssmbench.data.build.finalize", "ssmbench.data.build.jobs"} <= build
+    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.jobs"])
+    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
+    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
 
 
 @pytest.mark.parametrize("module", PLUMBING)
@@ -179,3 +184,63 @@ def test_cycle_finder_finds_a_cycle():
 def test_no_import_cycles():
     graph = {m: {imp.target for imp in IMPORTS[m] if imp.target in MODULES and imp.target != m} for m in MODULES}
     assert not _cycles(graph)
+
+
+def _ssmbench_imports(modules: list[str]) -> list[tuple[str, Import]]:
+    return [(m, imp) for m in modules for imp in IMPORTS[m] if imp.target in MODULES]
+
+
+def _under(package: str) -> list[str]:
+    found = [m for m in MODULES if _is(m, package)]
+    assert found, f"no module under {package}"
+    return found
+
+
+def test_layers_import_only_downwards():
+    layers = ["ssmbench.cli", "ssmbench.harness", "ssmbench.data"]
+    for i, layer in enumerate(layers):
+        above = tuple(layers[:i])
+        assert not (above and _violations(_under(layer), above)), layer
+    core = [m for m in MODULES if m in CORE]
+    assert len(core) == len(CORE)
+    assert not _violations(core, tuple(layers))
+
+
+def test_the_folder_contract_imports_only_the_core():
+    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}"
+           for m, imp in _ssmbench_imports(_under("ssmbench.data.folder"))
+           if imp.target not in CORE and not _is(imp.target, "ssmbench.data.folder")]
+    assert not bad
+
+
+def test_the_reader_imports_neither_the_builder_nor_the_hub():
+    read = _under("ssmbench.data.read")
+    assert {"ssmbench.data.read.loader", "ssmbench.data.read.streaming"} <= set(read)
+    assert not _violations(read, ("ssmbench.data.build", "ssmbench.data.hub"))
+    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m, imp in _ssmbench_imports(read)
+           if imp.target not in CORE and not _is(imp.target, "ssmbench.data.read")
+           and not _is(imp.target, "ssmbench.data.folder")]
+    assert not bad
+
+
+def test_the_harness_reads_folders_without_the_hub():
+    assert not _violations(_under("ssmbench.harness"), ("ssmbench.data.hub",))
+
+
+def test_the_rules_see_a_breach():
+    """The checks above on a made-up graph: a reader importing the builder is caught, a reader importing the
+    contract is not."""
+    real = IMPORTS["ssmbench.data.read.loader"]
+    IMPORTS["ssmbench.data.read.loader"] = [*real, Import("ssmbench.data.build.shards", False, 1)]
+    try:
+        with pytest.raises(AssertionError):
+            test_the_reader_imports_neither_the_builder_nor_the_hub()
+    finally:
+        IMPORTS["ssmbench.data.read.loader"] = real
+    IMPORTS["ssmbench.data.folder.manifest"] = [*IMPORTS["ssmbench.data.folder.manifest"],
+                                                Import("ssmbench.data.read.loader", False, 1)]
+    try:
+        with pytest.raises(AssertionError):
+            test_the_folder_contract_imports_only_the_core()
+    finally:
+        IMPORTS["ssmbench.data.folder.manifest"] = _imports("ssmbench.data.folder.manifest")

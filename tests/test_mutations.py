@@ -12,9 +12,9 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.data.build import generate_dataset
-from ssmbench.data.shards import file_sha256
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.build.shards import file_sha256
+from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import DatasetError
 from ssmbench.registry import get_task
 from ssmbench.seeding import keys_for, sample_keys, splitmix64, stream_id
@@ -224,7 +224,7 @@ def test_deep_verify_compares_the_content_digest(built):
 
 def test_manifest_statistics_sum_every_shard():
     """Mutation: statistics from the last shard only. Three shards' records must add up field by field."""
-    from ssmbench.data.manifest import merge_statistics
+    from ssmbench.data.build.finalize import merge_statistics
 
     records = [{"statistics": {"hist": [1, 0, 2], "n": [4]}}, {"statistics": {"hist": [0, 5, 1], "n": [4]}},
                {"statistics": {"hist": [3, 3, 3], "n": [1]}}]
@@ -302,7 +302,7 @@ def test_rows_of_a_dataset_chunked_across_the_row_are_read_whole(tmp_path):
     """Mutation: the one-row-chunk check weakened to `chunk[0] == 1` (chunk_rows.py). A dataset chunked (1, 8)
     over rows of 16 has two chunks a row: the chunk reader would return half a row (or fail); it must fall back to
     h5py and read every row exactly."""
-    from ssmbench.data.chunk_rows import rows_reader
+    from ssmbench.data.read.chunk_rows import rows_reader
 
     data = np.arange(4 * 16, dtype=np.int16).reshape(4, 16) * 3 - 50
     with h5py.File(tmp_path / "a.h5", "w") as f:

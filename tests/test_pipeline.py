@@ -8,9 +8,10 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.data.build import generate_dataset, load_manifest
-from ssmbench.data.shards import auto_samples_per_shard, make_plan, split_sizes
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.build.shards import auto_samples_per_shard, make_plan, split_sizes
+from ssmbench.data.folder.manifest import load_manifest
+from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.generators.select_fixed import SelectFixedConfig
 from ssmbench.generators.shift import ShiftConfig
@@ -41,12 +42,12 @@ def test_generate_writes_the_documented_layout(tmp_path):
     root = tmp_path / "shift-64"
     assert result.path == root and result.finalized
     m = load_manifest(root)
-    assert m["task"] == "shift" and m["seeding"] == {"root_seed": 0, "scheme": "splitmix64-v1"}
-    assert {k: v["num_samples"] for k, v in m["splits"].items()} == {"train": 16, "val": 2, "test": 2}
+    assert m.task == "shift" and m.seeding == {"root_seed": 0, "scheme": "splitmix64-v1"}
+    assert {k: v.num_samples for k, v in m.splits.items()} == {"train": 16, "val": 2, "test": 2}
     assert (root / "README.md").read_text().startswith("---\npretty_name: ssmbench shift-64")
     assert json.loads((root / "croissant.json").read_text())["name"] == "shift-64"
-    shard = m["splits"]["train"]["shards"][1]
-    with h5py.File(root / shard["path"], "r") as h5:
+    shard = m.splits["train"].shards[1]
+    with h5py.File(root / shard.path, "r") as h5:
         assert h5["inputs"].shape == (8, 64, 3) and h5["inputs"].dtype == np.float32
         assert h5["inputs"].chunks == (1, 64, 3) and h5["inputs"].compression == "gzip" and h5["inputs"].fletcher32
         assert h5["sample_id"][...].tolist() == list(range(8, 16)) and h5["sample_id"].chunks == (8,)
@@ -136,7 +137,7 @@ def test_verify_detects_corruption_truncation_and_strays(tmp_path):
 def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path, workers):
     """A shard rewritten with a wrong target and a matching sha256 still fails the content check and oracle, in
     this process or in a pool of decoders; the pool's report equals the serial one, problem for problem."""
-    from ssmbench.data.shards import file_sha256
+    from ssmbench.data.build.shards import file_sha256
 
     result = generate_dataset("cumsum", get_task("cumsum").Config(L=16), out=tmp_path, n=10, samples_per_shard=8)
     root = result.path
@@ -161,7 +162,7 @@ def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path, workers):
 
 
 def test_streamed_batches_equal_stored_samples(tmp_path):
-    from ssmbench.data.streaming import TaskStream
+    from ssmbench.data.read.streaming import TaskStream
 
     result = generate_dataset("sort", get_task("sort").Config(L=16), out=tmp_path, n=40, samples_per_shard=8)
     stream = TaskStream("sort", {"L": 16}, seed=0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from ssmbench.data.preview import MASK_COLOURS, render_preview
+from ssmbench.data.build.preview import MASK_COLOURS, render_preview
 from ssmbench.errors import DatasetError
 
 
@@ -90,7 +90,7 @@ def test_sequences_and_tokens(tmp_path):
 
 def test_real_dataset_folder(tmp_path):
     """A folder written by `ssmbench.data.build.generate_dataset` (an atomic task) previews as line plots."""
-    from ssmbench.data.build import generate_dataset
+    from ssmbench.data.build.generate import generate_dataset
     from support import tiny_config
 
     res = generate_dataset("cumsum", tiny_config("cumsum"), out=tmp_path, n=10, workers=1)

@@ -44,7 +44,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
     if kind == "catalog" or (kind == "tasks" and catalogs):  # `ls --catalog FILE` lists the catalogue too
         kind = "datasets"
     if kind == "datasets":
-        from ..data.catalog import catalog_table, load_catalog
+        from ..data.hub.catalog import catalog_table, load_catalog
 
         catalog = load_catalog(list(catalogs))
         click.echo(json.dumps({k: catalog[k].to_json() for k in catalog}, sort_keys=True) if as_json
@@ -71,7 +71,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def describe_command(task: str, as_json: bool) -> None:
     """Show a task's version, presets, config fields, stored fields and shapes, and its data card."""
-    from ..data.describe import describe_task, format_description
+    from ..data.build.describe import describe_task, format_description
 
     info = describe_task(task)
     click.echo(json.dumps(info, sort_keys=True, default=str) if as_json else format_description(info))
@@ -117,8 +117,8 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.jobs import BuildInterrupted, interrupts
-    from ..data.space import DiskFullError, exit_now
+    from ..data.build.jobs import BuildInterrupted, interrupts
+    from ..data.build.space import DiskFullError, exit_now
 
     with interrupts():
         try:
@@ -140,7 +140,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
               overrides: tuple[str, ...], samples_per_shard: int | None, codec: str | None,
               shard_index: int | None, num_shards: int | None, dry_run: bool, overwrite: bool, quiet: bool,
               as_json: bool) -> None:
-    from ..data.jobs import check_interrupt
+    from ..data.build.jobs import check_interrupt
     from ..task_config import extra_overrides, resolve_config
 
     if (shard_index is None) != (num_shards is None):
@@ -154,8 +154,9 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     extra = extra_overrides(ctx.args)
     task_obj, config, note = resolve_config(task, length=length, size=size, preset=preset,
                                             config_file=config_file, overrides=[*overrides, *extra])
-    from ..data.build import check_fits, data_root, generate_dataset, plan_build
-    from ..data.shards import parse_split
+    from ..data.build.generate import check_fits, generate_dataset, plan_build
+    from ..data.build.shards import parse_split
+    from ..data.folder.locations import data_root
 
     split_map = parse_split(split) if split else None
     if not dry_run:  # before the plan: millions of shards take minutes to plan
@@ -163,7 +164,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
     est = None
     if not quiet or dry_run:
-        from ..data.estimate import estimate_build
+        from ..data.build.estimate import estimate_build
 
         est = estimate_build(task_obj, config, plan, workers)
         check_interrupt()
@@ -210,14 +211,14 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
 def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str | None, workers: int,
                    as_json: bool) -> None:
     """Check a dataset folder's files, checksums and structure against its manifest."""
-    from ..data.verify import raise_for, verify_dataset
+    from ..data.hub.verify import raise_for, verify_dataset
 
     if workers < 1:
         raise click.UsageError(f"--workers must be >= 1, got {workers}")
     report = verify_dataset(path, deep=deep, regenerate=regenerate, workers=workers)
     against = None
     if catalog is not None and report.ok:
-        from ..data.get import verify_catalog
+        from ..data.hub.get import verify_catalog
 
         against = verify_catalog(path, catalog or None, workers=workers if workers > 1 else None)
     if as_json:
@@ -246,11 +247,11 @@ def card_command(path: str) -> None:
     import errno
     from pathlib import Path
 
-    from ..data.build import load_manifest
-    from ..data.cards import write_card
+    from ..data.build.cards import write_card
+    from ..data.folder.manifest import read_manifest_json
     from ..errors import DatasetError
 
-    manifest = load_manifest(path)
+    manifest = read_manifest_json(path)
     try:
         click.echo(str(write_card(Path(path), manifest)))
     except OSError as exc:
@@ -270,11 +271,11 @@ def preview_command(path: str, n: int, out: str | None, split: str) -> None:
     """Render a PNG of samples: images beside colour-coded masks, or sequences as plots."""
     from pathlib import Path
 
-    from ..data.build import load_manifest
+    from ..data.folder.manifest import read_manifest_json
 
-    load_manifest(path)
+    read_manifest_json(path)
     try:
-        from ..data.preview import render_preview
+        from ..data.build.preview import render_preview
     except ImportError:
         raise SsmbenchError("preview is not available in this installation") from None
     written = render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)

@@ -34,8 +34,8 @@ def download_command(source: str, to: str | None, catalogs: tuple[str, ...], spl
                      include: tuple[str, ...], dry_run: bool, workers: int, retries: int, timeout: float,
                      no_verify: bool, quiet: bool, as_json: bool) -> None:
     """Download a dataset folder by catalogue name or URL: parallel, resumable, every file verified."""
-    from ..data.catalog import find_entry
-    from ..data.download import download_dataset, looks_like_url
+    from ..data.hub.catalog import find_entry
+    from ..data.hub.download import download_dataset, looks_like_url
     from ..plain import human_bytes
 
     if workers < 1 or retries < 0:
@@ -89,9 +89,9 @@ def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: i
 
 def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, quiet: bool, as_json: bool) -> None:
     """Ctrl-C and SIGTERM end it with one line "interrupted ...; re-run the same command to continue", exit 130;
-    a rebuild's `generate` child and its workers end with it (also when this process is killed outright)."""
-    from ..data.get import get_dataset, sigterm_interrupts
-    from ..data.jobs import BuildInterrupted
+    a rebuild's pool workers end with it (also when this process is killed outright)."""
+    from ..data.build.jobs import BuildInterrupted
+    from ..data.hub.get import get_dataset, sigterm_interrupts
 
     try:
         with sigterm_interrupts():
@@ -126,7 +126,7 @@ def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, qu
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def repack_command(path: str, codec: str, out: str | None, in_place: bool, quiet: bool, as_json: bool) -> None:
     """Rewrite a dataset's shards with another codec (e.g. Zstd for faster local reads), same content."""
-    from ..data.repack import repack
+    from ..data.hub.repack import repack
 
     if in_place and out:
         raise click.UsageError("--in-place and --out exclude each other")
@@ -148,7 +148,7 @@ def repack_command(path: str, codec: str, out: str | None, in_place: bool, quiet
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def publish_command(path: str, to: str, repo_id: str | None, upload: bool, as_json: bool) -> None:
     """Prepare a release folder (verified shards, card, Croissant, SHA256SUMS) and print the upload command."""
-    from ..data.publish import publish, upload_release
+    from ..data.hub.publish import publish, upload_release
 
     if upload and not repo_id:
         raise click.UsageError("--upload needs --repo-id")

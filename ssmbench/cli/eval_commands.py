@@ -295,9 +295,9 @@ def _eval(model: str | None, task: str | None, length: int | None, size: int | N
     if config_file:
         settings["config_file"] = open(config_file, "rb").read().decode(errors="replace")
     if data and not task:
-        from ..data.build import load_manifest
+        from ..data.folder.manifest import load_manifest
 
-        task = load_manifest(data)["task"]
+        task = load_manifest(data).task
     root, results = run_suite(model, task or "atomic", evaluation.evaluate, evaluation.resume, preset=preset,
                               out=out, settings=settings, seeds=seed_list, report=None if as_json else (lambda r: _report([r], False)),
                               data=data, **common)

@@ -101,7 +101,7 @@ def iterate_loader(loader: Any) -> Iterator[Any]:
     whose clean-up terminates them with SIGTERM and then waits for them: an iterator kept alive by an exception's
     traceback would hang the exit. `_shutdown_workers` is what the iterator's own `__del__` calls.
     """
-    from ..data.ring import start_workers_or_read_here
+    from ..data.read.ring import start_workers_or_read_here
 
     start_workers_or_read_here(loader)  # a full /dev/shm: read in this process, with a warning, not a traceback
     it = iter(loader)
@@ -127,7 +127,7 @@ class _StepDataset:
 
     def __getitem__(self, steps: tuple[int, int]) -> dict[str, torch.Tensor]:
         if self._stream is None:  # built lazily, once per worker process
-            from ..data.streaming import TaskStream
+            from ..data.read.streaming import TaskStream
 
             self._stream = TaskStream(*self.args[:2], seed=self.args[2])
         batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size)
@@ -167,7 +167,7 @@ class EvalSet:
     @classmethod
     def build(cls, task: str, task_config: Mapping[str, Any], data_seed: int, split: str, n: int, rank: int = 0,
               world_size: int = 1, chunk: int = 256) -> EvalSet:
-        from ..data.streaming import TaskStream
+        from ..data.read.streaming import TaskStream
 
         stream = TaskStream(task, dict(task_config), seed=data_seed)
         start, stop = rank * n // world_size, (rank + 1) * n // world_size

@@ -117,8 +117,9 @@ def find_folder(task: str, config: Mapping[str, Any], root: Path) -> Path | None
 def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any], n_hint: int | None = None) -> Any:
     """`cfg` (a RunConfig of a folder-backed task) with its folder settled: data.path, data.dataset_id and the
     folder's task config. `explicit`: task keys the user asked for (checked against the folder)."""
-    from ..data.build import data_root, load_manifest
-    from ..data.loader import check_folder
+    from ..data.folder.checks import check_folder
+    from ..data.folder.locations import data_root
+    from ..data.folder.manifest import load_manifest
 
     task = cfg.task
     data = data if data is not None else cfg.data.path
@@ -138,7 +139,7 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
     manifest = load_manifest(path)
     for split in ("train", "val", "test"):
         check_folder(path, manifest, split, expect_task=task)
-    folder_config = _full_config(task, manifest["config"])
+    folder_config = _full_config(task, manifest.config)
     for key, want in explicit.items():
         want = _full_config(task, {key: want}).get(key, want)
         if folder_config.get(key) != want:
@@ -147,11 +148,11 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
                                f"(`{generate_command(task, dict(explicit), n_hint)}`), or drop the "
                                "option to train on this folder's data")
     _warn_if_not_comparable(cfg, path, folder_config)
-    held = {s: int(manifest["splits"][s]["num_samples"]) for s in ("val", "test")}
+    held = {s: int(manifest.splits[s].num_samples or 0) for s in ("val", "test")}
     asked = {"val": cfg.eval.val_samples, "test": cfg.eval.test_samples}
     check_metric_batches(cfg.eval.metric_batch_size, {s: (min(asked[s], held[s]), f"all {held[s]} of {path}")
                                                       for s in held if asked[s] > held[s]})
-    data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.get("dataset_id"))
+    data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.dataset_id)
     return dataclasses.replace(cfg, task_config=folder_config, data=data_section)
 
 

@@ -82,9 +82,9 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
     `time_limit` (or `overrides={"train.time_limit": ...}`): stop before it, resumable (`TimeLimitReached`).
     """
     if task is None and config is None and data is not None:  # the folder names its task
-        from ..data.build import load_manifest
+        from ..data.folder.manifest import load_manifest
 
-        task = load_manifest(data)["task"]
+        task = load_manifest(data).task
     if task is None and config is None:
         raise ConfigError("--task", "evaluate() needs a task; `ssmbench.harness.suites.run_suite` runs a group "
                                     "(`ssmbench eval --task atomic`)")
@@ -189,7 +189,7 @@ def _relocate_data(config: RunConfig, explicit: bool) -> RunConfig:
     import json
     import logging
 
-    from ..data.build import data_root
+    from ..data.folder.locations import data_root
 
     d = config.data
     if explicit or not d.path or not d.dataset_id or (Path(d.path) / "manifest.json").is_file():

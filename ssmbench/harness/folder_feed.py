@@ -15,7 +15,7 @@ Evaluation reads the first min(n, split size) samples of val / test; rank r of W
 
 Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per epoch):
     >>> import tempfile
-    >>> from ssmbench.data.build import generate_dataset
+    >>> from ssmbench.data.build.generate import generate_dataset
     >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("pathfinder", size=32)[1]
@@ -63,9 +63,9 @@ def _from_folder(cfg: Any) -> bool:
 
 
 def _open(path: str | Path, split: str, task: str | None, dataset_id: str | None, fields: tuple[str, ...] = ()):
-    from ..data.loader import open_dataset
+    from ..data.read.loader import open_folder
 
-    ds = open_dataset(path, split, fields=fields, transform="compact", expect_task=task, download=False)
+    ds = open_folder(path, split, fields=fields, transform="compact", expect_task=task)
     if dataset_id and ds.dataset_id != dataset_id:
         raise DatasetError(f"{path} now holds dataset {ds.dataset_id}, not {dataset_id} that this run started on "
                            "(rebuilt since?)", "point -o data.path at the original folder, or start a new run")
@@ -98,7 +98,7 @@ class FolderSteps:
 
     def indices(self, step: int) -> np.ndarray:
         """(B / W,) sample indices of this rank's share of step `step`."""
-        from ..data.samplers import ShardAwareSampler
+        from ..data.read.samplers import ShardAwareSampler
 
         epoch, pos = self.position(step)
         if epoch != self._epoch:  # one permutation per epoch and process
@@ -169,7 +169,7 @@ class FolderEvalSet:
     """This rank's contiguous slice of the first `num_samples` samples of a folder's val or test split."""
 
     def __init__(self, ds: Any, n: int, rank: int, world_size: int, workers: int = 0) -> None:
-        from ..data.samplers import EvalShardSampler
+        from ..data.read.samplers import EvalShardSampler
 
         self.ds, self.workers = ds, workers
         self.num_samples = min(int(n), len(ds))
@@ -221,7 +221,7 @@ def check_run_files(cfg: Any, feed: FolderFeed, env: Any) -> None:
     steps, the val and test samples it scores), against the manifest, hashed in threads, each file once per process;
     a `DamagedDataError` (exit 3) naming the first that differs. Cheap next to training; `ssmbench verify --deep`
     (decoded content) stays the full check."""
-    from ..data.samplers import EvalShardSampler
+    from ..data.read.samplers import EvalShardSampler
 
     feed.check_files()
     for split, n in (("val", cfg.eval.val_samples), ("test", cfg.eval.test_samples)):

@@ -126,7 +126,7 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
 
 
 def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> None:
-    from ..data.shards import atomic_write_json
+    from ..data.folder.atomic import atomic_write_json
 
     title = f"{config['model']} on {config['task']}: {sweep.split} score against length"
     atomic_write_json(sweep.folder / "lengths.json", {

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..data.shards import atomic_write_json
+from ..data.folder.atomic import atomic_write_json
 from ..errors import ConfigError, SsmbenchError
 from ..plain import json_plain
 

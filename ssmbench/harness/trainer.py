@@ -396,7 +396,7 @@ def save_predictions(run: RunFolder, kept: list[tuple[Any, Any, Any]], env: D.Di
     `targets`, in sample order."""
     import numpy as np
 
-    from ..data.shards import atomic_write_bytes
+    from ..data.folder.atomic import atomic_write_bytes
 
     folder = run.path / "predictions"
     folder.mkdir(parents=True, exist_ok=True)

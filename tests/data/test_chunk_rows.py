@@ -1,4 +1,4 @@
-"""`ssmbench.data.chunk_rows`: rows inflated from raw chunks equal h5py's reads, for every pipeline it claims, on
+"""`ssmbench.data.read.chunk_rows`: rows inflated from raw chunks equal h5py's reads, for every pipeline it claims, on
 real shards too; everything else goes through h5py; a damaged chunk is reported as damage."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from ssmbench import DatasetError, open_dataset
-from ssmbench.data import chunk_rows
-from ssmbench.data.chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
+from ssmbench.data.read import chunk_rows
+from ssmbench.data.read.chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 
 
 def _write(path: Path, data: np.ndarray, **kwargs) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data.catalog import find_entry, load_catalog
-from ssmbench.data.download import download_dataset, hf_to_https
-from ssmbench.data.get import resolve_dataset
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.hub.catalog import find_entry, load_catalog
+from ssmbench.data.hub.download import download_dataset, hf_to_https
+from ssmbench.data.hub.get import resolve_dataset
+from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import DatasetError
 
 NAME = "shift-64"

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.data import download as download_module
-from ssmbench.data import repack as repack_module
-from ssmbench.data import transfer as transfer_module
-from ssmbench.data import verify as verify_module
-from ssmbench.data.download import download_dataset
-from ssmbench.data.repack import repack
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.hub import download as download_module
+from ssmbench.data.hub import repack as repack_module
+from ssmbench.data.hub import transfer as transfer_module
+from ssmbench.data.hub import verify as verify_module
+from ssmbench.data.hub.download import download_dataset
+from ssmbench.data.hub.repack import repack
+from ssmbench.data.hub.verify import verify_dataset
 
 NAME = "shift-64"
 
@@ -102,7 +102,7 @@ def test_an_unreachable_card_is_not_called_missing(host, tiny_shift, tmp_path, c
     host.missing.add(f"ssm/{NAME}/croissant.json")
     host.cut[f"ssm/{NAME}/README.md"] = 0
     host.die_on_cut = True  # the host goes away while the card is asked for
-    with caplog.at_level(logging.WARNING, logger="ssmbench.data.download"):
+    with caplog.at_level(logging.WARNING, logger="ssmbench.data.hub.download"):
         download_dataset(host.url(f"ssm/{NAME}/"), to=tmp_path, retries=1, backoff=0.01, verify=False)
     lines = [r.getMessage() for r in caplog.records]
     readme = next(ln for ln in lines if ln.startswith("README.md"))
@@ -196,7 +196,7 @@ def test_deep_verify_joins_its_workers_results_in_manifest_order(tiny_shift, mon
     """Workers finish in any order; the content digest and the problem list follow the manifest. A stand-in for
     the pool reports completions last shard first (what a pool may do), with every shard's content hash made
     wrong so that each reports a problem."""
-    from ssmbench.data import jobs
+    from ssmbench.data.build import jobs
 
     def backwards(fn, work, workers, on_done, on_rows=None):
         for index in reversed(range(len(work))):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ssmbench.data.build import plan_build
-from ssmbench.data.estimate import estimate_build
+from ssmbench.data.build.estimate import estimate_build
+from ssmbench.data.build.generate import plan_build
 from ssmbench.registry import get_task
 
 
@@ -46,7 +46,7 @@ def test_a_cold_numba_cache_adds_its_measured_compile_once_and_a_quiet_build_kee
 
     import numba
 
-    from ssmbench.data import estimate
+    from ssmbench.data.build import estimate
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     task = get_task("cumsum")

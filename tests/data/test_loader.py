@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from ssmbench import DatasetError, open_dataset
-from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler
+from ssmbench.data.read.loader import EvalShardSampler, ShardAwareSampler
 
 
 def _raw(folder: Path, split: str) -> dict[str, np.ndarray]:
@@ -239,7 +239,7 @@ def test_a_damaged_shard_is_exit_3_in_one_line_also_from_a_worker_and_check_file
     fletcher32: a DamagedDataError (a DatasetError and a VerificationError, exit 3), also through a DataLoader
     worker, where `worker_errors_in_one_line` gives back the one line of the same type. `check_files` finds the
     damage by sha256 without decoding a row, names the shard and `ssmbench verify`, and passes the other shards."""
-    from ssmbench.data.loader import DamagedDataError
+    from ssmbench.data.read.loader import DamagedDataError
     from ssmbench.errors import VerificationError
     from ssmbench.harness.folder_feed import worker_errors_in_one_line
 
@@ -274,7 +274,7 @@ def test_import_ssmbench_stays_light_until_open_dataset_is_used():
             "print(sorted(m for m in ('torch', 'h5py', 'numba') if m in sys.modules), open_dataset.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONSAFEPATH": "1"}).stdout
-    assert out.strip() == "[] ssmbench.data.loader"
+    assert out.strip() == "[] ssmbench.data.hub.open"
 
 
 def test_the_readme_loader_snippet_runs_as_written(pathfinder, tmp_path):

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from ssmbench import open_dataset
-from ssmbench.data import columns, ring
-from ssmbench.data.columns import Columns
-from ssmbench.data.loader import ShardAwareSampler
+from ssmbench.data.read import columns, ring
+from ssmbench.data.read.columns import Columns
+from ssmbench.data.read.loader import ShardAwareSampler
 
 FIELDS = {"pathfinder": ("label", "tips"), "listops": ("node_height", "node_op"), "tiny_shift": ()}
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data import repack as repack_module
-from ssmbench.data.publish import publish, upload_release
-from ssmbench.data.repack import repack
-from ssmbench.data.verify import verify_dataset
+from ssmbench.data.hub import repack as repack_module
+from ssmbench.data.hub.publish import publish, upload_release
+from ssmbench.data.hub.repack import repack
+from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.errors import ConfigError, DatasetError, VerificationError
 
 ZSTD_FILTER = "32015"  # the registered HDF5 filter id of Zstandard

@@ -1,4 +1,4 @@
-"""Worker batches through the ring of reusable shared-memory slots (`ssmbench.data.ring`): bit for bit the batches of
+"""Worker batches through the ring of reusable shared-memory slots (`ssmbench.data.read.ring`): bit for bit the batches of
 the slow path, slots reused many times, a busy slot never overwritten, results never aliasing a slot."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from ssmbench import open_dataset
-from ssmbench.data import ring
-from ssmbench.data.loader import ShardAwareSampler
+from ssmbench.data.read import ring
+from ssmbench.data.read.loader import ShardAwareSampler
 
 
 def _slow(ds, order, batch_size):
@@ -72,7 +72,7 @@ def test_only_dataloader_workers_use_a_ring():
 
 def test_ring_under_forkserver_with_default_settings(tmp_path_factory):
     """Pathfinder-128 batches of 4 (128 KiB stored) take the ring with the shipped thresholds, in fresh workers."""
-    from ssmbench.data.build import generate_dataset
+    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.task_config import resolve_config as resolve
 
     _, config, _ = resolve("pathfinder", size=128)

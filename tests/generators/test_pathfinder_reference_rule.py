@@ -137,8 +137,8 @@ def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
     """label_rule is left out of the sample keys: two built folders differ only in their masks."""
     import h5py
 
-    from ssmbench.data.build import generate_dataset
-    from ssmbench.data.verify import verify_dataset
+    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.hub.verify import verify_dataset
     from ssmbench.task_config import resolve_config
 
     arrays = {}
@@ -244,14 +244,15 @@ def test_card_names_rule_and_fractions():
 
 def test_manifest_records_rule_and_old_versions_are_refused(tmp_path):
     """`config.label_rule` is in manifest.json; a version-1 folder is refused with one line naming both versions."""
-    from ssmbench.data.build import generate_dataset
-    from ssmbench.data.loader import check_folder
+    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.folder.checks import check_folder
+    from ssmbench.data.folder.manifest import Manifest
 
     res = generate_dataset("pathfinder", _ref(TINY), out=tmp_path, n=8, workers=1)
     manifest = json.loads((res.path / "manifest.json").read_text())
     assert manifest["config"]["label_rule"] == "reference" and manifest["task_version"] == TASK.version == "2"
-    check_folder(res.path, manifest, "train", expect_task="pathfinder")
-    old = dict(manifest, task_version="1")
+    check_folder(res.path, Manifest.from_json(manifest), "train", expect_task="pathfinder")
+    old = Manifest.from_json(dict(manifest, task_version="1"))
     with pytest.raises(DatasetError) as err:
         check_folder(res.path, old, "train", expect_task="pathfinder")
     line = str(err.value)

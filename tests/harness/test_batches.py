@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ssmbench.data.streaming import TaskStream
+from ssmbench.data.read.streaming import TaskStream
 from ssmbench.harness.batches import TrainFeed, auto_steps_per_message
 
 

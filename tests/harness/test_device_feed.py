@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from ssmbench.data.streaming import TaskStream
+from ssmbench.data.read.streaming import TaskStream
 from ssmbench.harness.batches import TrainFeed
 from ssmbench.harness.device_feed import DeviceFeed
 

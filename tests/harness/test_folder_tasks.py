@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import ssmbench
-from ssmbench.data.build import generate_dataset
+from ssmbench.data.build.generate import generate_dataset
 from ssmbench.errors import DatasetError, SsmbenchError
 from ssmbench.harness.evaluation import resume
 from ssmbench.harness.folder_feed import FolderSteps
@@ -418,8 +418,8 @@ def test_the_shards_a_feed_and_an_eval_set_read_are_checked_before_reading(pathf
     """`FolderFeed.check_files` checks exactly the train shards its steps draw from (all of them from one epoch
     on), an eval set the shards of its samples: a bit flipped in an undrawn row of such a shard is refused, one
     in a shard that is not read is not."""
-    from ssmbench.data import loader
-    from ssmbench.data.loader import DamagedDataError
+    from ssmbench.data.folder.checks import DamagedDataError
+    from ssmbench.data.read import loader
     from ssmbench.harness.folder_feed import FolderEvalSet, FolderFeed
 
     folder = tmp_path / "damaged"

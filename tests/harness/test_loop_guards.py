@@ -86,7 +86,7 @@ def test_grad_clip_clips_the_global_norm(tmp_path):
 def test_ddp_ranks_take_every_wth_index_of_the_epoch_order():
     """Mutation: rank shares as contiguous blocks of the epoch order instead of every W-th index (each rank would
     see other samples than the single-process run's batches interleaved)."""
-    from ssmbench.data.samplers import ShardAwareSampler
+    from ssmbench.data.read.samplers import ShardAwareSampler
 
     class Toy:
         shard_starts = np.array([0, 5, 9, 17, 23])

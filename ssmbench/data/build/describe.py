@@ -6,8 +6,8 @@ import dataclasses
 import json
 from typing import Any
 
-from ..config import field_docs
-from ..registry import get_task, tasks
+from ...config import field_docs
+from ...registry import get_task, tasks
 
 
 def describe_task(name: str) -> dict[str, Any]:

@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VerificationError
-from ..plain import file_sha256
-from .build import load_manifest
-from .shards import SPLIT_ORDER, content_prefix, row_hashes
+from ...errors import VerificationError
+from ...plain import file_sha256
+from ..build.shards import content_prefix, row_hashes
+from ..folder.checks import absent_by_selection
+from ..folder.manifest import Manifest, ShardInfo, load_manifest
+from ..folder.splits import SPLIT_ORDER
 
 
 @dataclass
@@ -48,35 +50,24 @@ class VerifyReport:
                 "regenerated": self.regenerated, "problems": self.problems, "absent": self.absent}
 
 
-def absent_by_selection(root: Path) -> set[str]:
-    """Shard paths that `ssmbench download --split/--include` left out of this folder on purpose."""
-    record = root / ".download.json"
-    if not record.exists():
-        return set()
-    try:
-        return set(json.loads(record.read_text()).get("absent", []))
-    except ValueError:
-        return set()
-
-
-def _check_attrs(h5: Any, manifest: dict[str, Any], split: str, shard: dict[str, Any], problems: list[str]) -> None:
-    expected = {"task": manifest["task"], "task_version": manifest["task_version"],
-                "config_sha256": manifest["config_sha256"], "split": split,
-                "sample_start": shard["sample_start"], "sample_stop": shard["sample_stop"],
-                "root_seed": manifest["seeding"]["root_seed"]}
+def _check_attrs(h5: Any, manifest: Manifest, split: str, shard: ShardInfo, problems: list[str]) -> None:
+    expected = {"task": manifest.task, "task_version": manifest.task_version,
+                "config_sha256": manifest.config_sha256, "split": split,
+                "sample_start": shard.sample_start, "sample_stop": shard.sample_stop,
+                "root_seed": (manifest.seeding or {}).get("root_seed")}
     for key, value in expected.items():
         got = h5.attrs.get(key)
         got = got.item() if hasattr(got, "item") else got
         if got != value:
-            problems.append(f"{shard['path']}: attribute {key} is {got!r}, manifest says {value!r}")
-    n = shard["sample_stop"] - shard["sample_start"]
-    for name, f in manifest["spec"]["fields"].items():
+            problems.append(f"{shard.path}: attribute {key} is {got!r}, manifest says {value!r}")
+    n = shard.num_samples
+    for name, f in manifest.spec["fields"].items():
         if name not in h5:
-            problems.append(f"{shard['path']}: dataset {name!r} is missing")
+            problems.append(f"{shard.path}: dataset {name!r} is missing")
             continue
         d = h5[name]
         if d.dtype != np.dtype(f["dtype"]) or d.shape != (n, *f["shape"]):
-            problems.append(f"{shard['path']}: {name} is {d.dtype}{d.shape}, expected {f['dtype']}{(n, *f['shape'])}")
+            problems.append(f"{shard.path}: {name} is {d.dtype}{d.shape}, expected {f['dtype']}{(n, *f['shape'])}")
 
 
 def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None = None, oracle_rows: int = 4,
@@ -98,41 +89,41 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
     listed = set()
     left_out = absent_by_selection(root)
     for split in SPLIT_ORDER:
-        info = manifest["splits"][split]
+        info = manifest.splits[split]
         expected_start = 0
-        for shard in info["shards"]:
-            listed.add(shard["path"])
-            if shard["sample_start"] != expected_start:
-                report.problems.append(f"{shard['path']}: sample range starts at {shard['sample_start']}, "
+        for shard in info.shards:
+            listed.add(shard.path)
+            if shard.sample_start != expected_start:
+                report.problems.append(f"{shard.path}: sample range starts at {shard.sample_start}, "
                                        f"expected {expected_start}")
-            expected_start = shard["sample_stop"]
-            file = root / shard["path"]
+            expected_start = shard.sample_stop
+            file = root / shard.path
             if not file.exists():
-                if shard["path"] in left_out:
-                    report.absent.append(shard["path"])
+                if shard.path in left_out:
+                    report.absent.append(shard.path)
                 else:
-                    report.problems.append(f"{shard['path']}: missing")
+                    report.problems.append(f"{shard.path}: missing")
                 continue
-            if file.stat().st_size != shard["num_bytes"]:
-                report.problems.append(f"{shard['path']}: {file.stat().st_size} bytes, manifest says "
-                                       f"{shard['num_bytes']} (truncated or replaced)")
+            if file.stat().st_size != shard.num_bytes:
+                report.problems.append(f"{shard.path}: {file.stat().st_size} bytes, manifest says "
+                                       f"{shard.num_bytes} (truncated or replaced)")
                 continue
-            if shard["path"] not in hashed and file_sha256(file) != shard["sha256"]:
-                report.problems.append(f"{shard['path']}: sha256 mismatch (corrupted)")
+            if shard.path not in hashed and file_sha256(file) != shard.sha256:
+                report.problems.append(f"{shard.path}: sha256 mismatch (corrupted)")
                 continue
             report.checked_files += 1
             try:
                 with h5py.File(file, "r", locking=False) as h5:
                     _check_attrs(h5, manifest, split, shard, report.problems)
             except OSError as exc:
-                report.problems.append(f"{shard['path']}: cannot be opened as HDF5 ({exc})")
-        if expected_start != info["num_samples"]:
-            report.problems.append(f"{split}: shards cover {expected_start} samples, manifest says {info['num_samples']}")
+                report.problems.append(f"{shard.path}: cannot be opened as HDF5 ({exc})")
+        if expected_start != info.num_samples:
+            report.problems.append(f"{split}: shards cover {expected_start} samples, manifest says {info.num_samples}")
     for file in root.glob("*/*.h5"):
         rel = file.relative_to(root).as_posix()
         if rel not in listed:
             report.problems.append(f"{rel}: not listed in manifest.json")
-    for f in manifest.get("files", []):
+    for f in manifest.files or []:
         p = root / f["path"]
         if not p.exists() or (f["path"] not in hashed and file_sha256(p) != f["sha256"]):
             report.problems.append(f"{f['path']}: missing or sha256 mismatch")
@@ -145,13 +136,13 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
     return report
 
 
-def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_rows: int, workers: int = 1) -> None:
-    from .jobs import run_jobs
+def _deep(root: Path, manifest: Manifest, report: VerifyReport, oracle_rows: int, workers: int = 1) -> None:
+    from ..build.jobs import run_jobs
 
     absent = set(report.absent)
-    jobs = [{"file": str(root / shard["path"]), "rel": shard["path"], "content_sha256": shard["content_sha256"],
-             "task": manifest["task"], "config": manifest["config"], "oracle_rows": oracle_rows}
-            for split in SPLIT_ORDER for shard in manifest["splits"][split]["shards"] if shard["path"] not in absent]
+    jobs = [{"file": str(root / shard.path), "rel": shard.path, "content_sha256": shard.content_sha256 or {},
+             "task": manifest.task, "config": manifest.config, "oracle_rows": oracle_rows}
+            for split in SPLIT_ORDER for shard in manifest.shards(split) if shard.path not in absent]
     results: list[dict[str, Any]] = [{}] * len(jobs)
 
     def done(index: int, result: dict[str, Any]) -> None:
@@ -164,14 +155,14 @@ def _deep(root: Path, manifest: dict[str, Any], report: VerifyReport, oracle_row
         digest.update(r["row_hashes"])
         report.checked_samples += r["samples"]
         report.oracle_rows += r["oracle_rows"]
-    if not report.problems and not absent and digest.hexdigest() != manifest["content_digest"]:
+    if not report.problems and not absent and digest.hexdigest() != manifest.content_digest:
         report.problems.append("content_digest differs from the manifest")
 
 
 @functools.lru_cache(maxsize=4)
 def _task_and_config(task_name: str, config_json: str) -> tuple[Any, Any]:
-    from ..registry import get_task
-    from ..task_config import from_plain
+    from ...registry import get_task
+    from ...task_config import from_plain
 
     task = get_task(task_name)
     return task, from_plain(task, json.loads(config_json))
@@ -207,33 +198,33 @@ def _deep_shard(file: str, rel: str, content_sha256: dict[str, str], task: str, 
     return out
 
 
-def _regenerate(root: Path, manifest: dict[str, Any], report: VerifyReport, k: int, seed: int) -> None:
+def _regenerate(root: Path, manifest: Manifest, report: VerifyReport, k: int, seed: int) -> None:
     import h5py
 
-    from ..registry import get_task
-    from ..seeding import keys_for
-    from ..task_config import from_plain
+    from ...registry import get_task
+    from ...seeding import keys_for
+    from ...task_config import from_plain
 
-    task = get_task(manifest["task"])
+    task = get_task(manifest.task)
     if task.deduplicate:
         return  # rows come from a de-duplicated candidate stream; content hashes cover them instead
-    config = from_plain(task, manifest["config"])
+    config = from_plain(task, manifest.config)
     rng = np.random.default_rng(seed)
-    shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest["splits"][s]["shards"] if sh["path"] not in report.absent]
+    shards = [(s, sh) for s in SPLIT_ORDER for sh in manifest.shards(s) if sh.path not in report.absent]
     if not shards:
         return
     for _ in range(k):
         split, shard = shards[int(rng.integers(len(shards)))]
-        i = int(rng.integers(shard["sample_start"], shard["sample_stop"]))
-        fresh = task.generate(config, keys_for(manifest["task"], manifest["task_version"], manifest["config"],
-                                               manifest["seeding"]["root_seed"], split, i, i + 1,
+        i = int(rng.integers(shard.sample_start, shard.sample_stop))
+        fresh = task.generate(config, keys_for(manifest.task, manifest.task_version, manifest.config,
+                                               (manifest.seeding or {})["root_seed"], split, i, i + 1,
                                                task.stream_exempt))
-        with h5py.File(root / shard["path"], "r", locking=False) as h5:
+        with h5py.File(root / shard.path, "r", locking=False) as h5:
             for name, arr in fresh.items():
-                if not np.array_equal(h5[name][i - shard["sample_start"]], arr[0]):
-                    hint = ("" if task.version == manifest["task_version"] else
-                            f" (installed {manifest['task']} is version {task.version}, dataset has "
-                            f"{manifest['task_version']})")
+                if not np.array_equal(h5[name][i - shard.sample_start], arr[0]):
+                    hint = ("" if task.version == manifest.task_version else
+                            f" (installed {manifest.task} is version {task.version}, dataset has "
+                            f"{manifest.task_version})")
                     report.problems.append(f"{split}[{i}]: regenerated {name} differs{hint}")
         report.regenerated += 1
 

@@ -8,9 +8,7 @@ of workers, shards or job-array slices, and a rerun only does the missing work.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import shutil
 import sys
 from collections.abc import Mapping
@@ -20,19 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..config import canonical_json, config_sha256
-from ..errors import DatasetError
-from ..registry import disable_svml, get_task
-from ..seeding import SEED_SCHEME, keys_for
+from ... import __version__
+from ...config import canonical_json, config_sha256
+from ...errors import DatasetError
+from ...registry import disable_svml, get_task
+from ...seeding import SEED_SCHEME, keys_for
+from ..folder.atomic import atomic_write_json
+from ..folder.locations import data_root
+from ..folder.manifest import FORMAT_VERSION
 from .jobs import BuildInterrupted, interrupts
 from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_temporaries
 from .progress import check_fits_before_planning, check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
 from .shards import (
-    FORMAT_VERSION,
     ShardSpec,
-    atomic_write_json,
     auto_samples_per_shard,
     block_rows,
     check_codec,
@@ -46,11 +45,6 @@ from .shards import (
 log = logging.getLogger(__name__)
 
 
-def data_root(out: str | Path | None = None) -> Path:
-    """--out, else $SSMBENCH_DATA, else ./data."""
-    return Path(out or os.environ.get("SSMBENCH_DATA") or "data")
-
-
 def preset_of(task: Any, config: Any) -> tuple[str, bool]:
     """(preset the config starts from, whether the config equals it). Atomic tasks: the preset is L."""
     if task.preset_option == "length":
@@ -60,7 +54,7 @@ def preset_of(task: Any, config: Any) -> tuple[str, bool]:
         if preset == config:
             return name, True
     if task.preset_option == "size" and hasattr(config, "size"):
-        from ..task_config import nearest_size_preset
+        from ...task_config import nearest_size_preset
 
         return nearest_size_preset(task, config.size), False
     return task.default_preset, False
@@ -99,7 +93,7 @@ class BuildPlan:
 
 
 def _config_of(plan: BuildPlan) -> Any:
-    from ..task_config import from_plain
+    from ...task_config import from_plain
 
     task = get_task(plan.task)
     return task, from_plain(task, plan.config)
@@ -189,7 +183,7 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
     spec = task.spec(config)
     spp = samples_per_shard or task.samples_per_shard or auto_samples_per_shard(spec, sizes["train"])
     if spp < 1:
-        from ..errors import ConfigError
+        from ...errors import ConfigError
 
         raise ConfigError("--samples-per-shard", f"must be >= 1, got {spp}")
     check_codec(codec)
@@ -219,7 +213,7 @@ def _check_folder(path: Path, plan: BuildPlan, overwrite: bool) -> None:
     `--overwrite` deletes only what ssmbench wrote (a folder with other files is refused); a folder left by a run
     that stopped before its first shard (only `.build/plan.json`) is replaced without asking.
     """
-    from .folder import check_writable, failed_before_first_shard, read_json, remove_own_files
+    from ..folder.own_files import check_writable, failed_before_first_shard, read_json, remove_own_files
 
     check_writable(path)
     if not path.exists() or not any(path.iterdir()):
@@ -329,7 +323,7 @@ def _generate(path: Path, task: str, config: Any, plan: BuildPlan, workers: int,
     if num_shards is not None:
         _tidy_if_finished(path, plan)
         return GenerateResult(path, plan.name, None, written, selected - written, False)
-    from .manifest import finalize
+    from .finalize import finalize
 
     with hold(path / LOCKS / "folder.lock"):  # one finalize at a time; a later one finds the folder finished
         done = _already_finished(path, plan, overwrite=False)
@@ -371,7 +365,7 @@ def _check_folder_patiently(path: Path, plan: BuildPlan, overwrite: bool, second
 def _already_finished(path: Path, plan: BuildPlan, overwrite: bool) -> GenerateResult | None:
     """A re-run on a finished folder: nothing to do when every shard still matches the manifest (the leftover
     `.build/` of an older version is removed); a damaged one is refused unless `--overwrite` rebuilds it."""
-    from .folder import finished_build, remove_own_files
+    from ..folder.own_files import finished_build, remove_own_files
 
     manifest, damaged = finished_build(path, plan.identity())
     if manifest is None:
@@ -429,35 +423,3 @@ def _rows_of(survivors: dict[str, np.ndarray] | None, shard: ShardSpec) -> np.nd
     full = np.zeros(shard.stop, dtype=np.int64)
     full[shard.start:shard.stop] = survivors[shard.split][shard.start:shard.stop]
     return full
-
-
-def _near_names(missing: Path) -> str:
-    """"; did you mean ...?" naming dataset folders beside `missing` with a similar name, or ""."""
-    import difflib
-
-    parent = missing.parent
-    try:
-        names = [p.name for p in parent.iterdir() if (p / "manifest.json").is_file()] if parent.is_dir() else []
-    except OSError:
-        return ""
-    close = difflib.get_close_matches(missing.name, names, n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(str(parent / n) for n in close)}?" if close else ""
-
-
-def load_manifest(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    target = path / "manifest.json" if path.is_dir() or not path.suffix else path
-    if not target.exists():
-        folder = path if path.is_dir() or not path.suffix else path.parent
-        if not folder.exists():
-            raise DatasetError(f"{folder} does not exist{_near_names(folder)}",
-                               "pass a dataset folder made by `ssmbench generate` or `ssmbench download`")
-        if path.is_dir() and (path / ".build" / "plan.json").exists():
-            raise DatasetError(f"{path} is incomplete: it has no manifest.json yet",
-                               "re-run the generate command that built it to finish it")
-        raise DatasetError(f"no dataset at {path}: {target.name} not found",
-                           "pass a dataset folder made by `ssmbench generate`")
-    try:
-        return json.loads(target.read_text())
-    except ValueError as exc:
-        raise DatasetError(f"{target} is not valid JSON ({exc})", "re-download or regenerate the dataset") from None

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .shards import SPLIT_ORDER, ShardSpec, shard_done
+from ..folder.splits import SPLIT_ORDER
+from .shards import ShardSpec, shard_done
 
 
 def candidate_margin(total: int) -> int:
@@ -83,7 +84,7 @@ def survivors_by_split(task: Any, config: Any, path: Path, plan: Any, run_candid
         if kept.size >= total:
             break
         if count >= MAX_CANDIDATE_FACTOR * (total + candidate_margin(total)):
-            from ..errors import ConfigError
+            from ...errors import ConfigError
 
             raise ConfigError("--n", f"{plan.task} with this config gives only {kept.size} distinct samples among "
                                      f"{count} candidates, fewer than the {total} asked for",

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import ConfigError, DownloadError
-from ..plain import file_sha256
+from ... import __version__
+from ...errors import ConfigError, DownloadError
+from ...plain import file_sha256
 
 CHUNK = 1 << 20
 STOP = threading.Event()

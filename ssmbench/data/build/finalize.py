@@ -16,24 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
-from ..config import config_sha256
-from ..errors import DatasetError
-from ..plain import file_sha256
-from ..registry import get_task
-from ..seeding import SEED_SCHEME
+from ... import __version__
+from ...config import config_sha256
+from ...errors import DatasetError
+from ...plain import file_sha256
+from ...registry import get_task
+from ...seeding import SEED_SCHEME
+from ..folder.atomic import atomic_write_bytes
+from ..folder.manifest import FORMAT_VERSION, write_manifest
+from ..folder.splits import SPLIT_ORDER
 from .provenance import created_utc, environment
-from .shards import (
-    FORMAT_VERSION,
-    SPLIT_ORDER,
-    atomic_write_bytes,
-    atomic_write_json,
-    shard_done,
-    storage_fields,
-)
+from .shards import shard_done, storage_fields
 
 if TYPE_CHECKING:
-    from .build import BuildPlan  # build.py imports this module
+    from .generate import BuildPlan  # generate.py imports this module
 
 SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 
@@ -57,7 +53,7 @@ def finalize(root: Path, plan: BuildPlan, argv: list[str] | None = None, explici
              extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write manifest.json, fixed.npy, README.md (+ preview.png where the task has one); return the manifest."""
     task = get_task(plan.task)
-    from ..task_config import from_plain
+    from ...task_config import from_plain
     from .command import portable_argv
 
     config = from_plain(task, plan.config)
@@ -107,13 +103,13 @@ def finalize(root: Path, plan: BuildPlan, argv: list[str] | None = None, explici
     if task.card_preview:
         from .preview import render_preview
 
-        atomic_write_json(root / "manifest.json", manifest)  # the preview reads the shards through it
+        write_manifest(root, manifest)  # the preview reads the shards through it
         drawn = render_preview(root, n=4, out=root / ".build" / "preview.png")
         png = root / "preview.png"
         atomic_write_bytes(png, drawn.read_bytes())  # like every small file: whole, fsynced, or not at all
         drawn.unlink()
         files.append({"path": png.name, "num_bytes": png.stat().st_size, "sha256": file_sha256(png)})
-    atomic_write_json(root / "manifest.json", manifest)
+    write_manifest(root, manifest)
     from .cards import write_card
 
     write_card(root, manifest)

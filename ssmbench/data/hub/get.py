@@ -2,10 +2,11 @@
 
 The folder lands in `<data root>/NAME` (where `ssmbench.open_dataset(NAME)` looks for it).
 
-A catalogue entry (`ssmbench.data.catalog`) pins what the dataset *is*: the generate command, the content digest
+A catalogue entry (`ssmbench.data.hub.catalog`) pins what the dataset *is*: the generate command, the content digest
 and every shard's size, sha256 and per-field content hashes. `get_dataset` fetches the folder from the entry's
-`sources` when it has any (`ssmbench.data.download`), else rebuilds it with the entry's `build.argv` and workers
-into a staging folder beside the destination, then compares every shard with the entry:
+`sources` when it has any (`ssmbench.data.hub.download`), else rebuilds it here, in this process, with the entry's
+`build.argv` and workers (`ssmbench.data.build.replay`) into a staging folder beside the destination, then compares
+every shard with the entry:
 
 * equal sha256 everywhere (and the content digest): the folder is moved into place;
 * a shard whose decoded content differs is a `VerificationError` (exit 3) naming the first such shard and field
@@ -23,7 +24,7 @@ time; a second one waits with a line, then checks the folder the first one made.
 `check_against_entry` is the comparison, shared with `ssmbench verify DIR --catalog`. Example (the reduced twin
 of shift-4096 that the tests rebuild, a few seconds)::
 
-    >>> from ssmbench.data.get import get_dataset
+    >>> from ssmbench.data.hub.get import get_dataset
     >>> result = get_dataset("shift-4096-ci", to="data")                        # doctest: +SKIP
     >>> result.path, result.how, len(result.checked)                            # doctest: +SKIP
     (PosixPath('data/shift-4096-ci'), 'built', 3)
@@ -38,8 +39,6 @@ import os
 import platform
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -47,7 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, VerificationError
+from ...errors import DatasetError, VerificationError
+from ..folder.manifest import Manifest, load_manifest
+from ..folder.splits import SPLIT_ORDER
 from .catalog import CatalogEntry, find_entry
 
 log = logging.getLogger(__name__)
@@ -98,16 +99,23 @@ def _hash_workers(workers: int | None) -> int:
     return max(1, workers or min(4, os.cpu_count() or 1))
 
 
-def _read_manifest(folder: Path) -> dict[str, Any]:
+def _read_manifest(folder: Path) -> Manifest:
+    """The folder's manifest, with a shard list for each of train, val and test; a VerificationError (exit 3)
+    when it is missing or unreadable."""
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        shards = [sh["path"] for s in ("train", "val", "test") for sh in manifest["splits"][s]["shards"]]
+        manifest = Manifest.from_json(json.loads((folder / "manifest.json").read_text()), folder / "manifest.json")
+        unlisted = [s for s in SPLIT_ORDER if s not in manifest.splits or not manifest.splits[s].listed]
+        if unlisted:
+            raise KeyError(unlisted[0])
     except FileNotFoundError:
         raise VerificationError(f"{folder}: manifest.json is missing") from None
-    except (ValueError, KeyError, TypeError) as exc:  # truncated, or not a dataset manifest
+    except (ValueError, KeyError, TypeError, AttributeError, DatasetError) as exc:  # truncated, or not a manifest
         raise VerificationError(f"{folder}: manifest.json is unreadable ({type(exc).__name__}: {exc})") from None
-    manifest["_shards"] = shards
     return manifest
+
+
+def _shard_paths(manifest: Manifest) -> list[str]:
+    return [sh.path for s in SPLIT_ORDER for sh in manifest.shards(s)]
 
 
 def _content_sha256(dset: Any) -> str:
@@ -115,7 +123,7 @@ def _content_sha256(dset: Any) -> str:
     file in blocks of rows (a field's whole array is never held)."""
     import numpy as np
 
-    from .shards import content_prefix
+    from ..build.shards import content_prefix
 
     digest = hashlib.sha256(content_prefix(dset.dtype, dset.shape))
     if dset.shape == ():
@@ -156,7 +164,7 @@ def shard_facts(file: Path, want: dict[str, Any]) -> dict[str, Any]:
 def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
            hint: str | None = None) -> tuple[list[str], list[str], dict[str, str]]:
     """(checked shard paths, notes, sha256 of each file read); a VerificationError at the first disagreement."""
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
 
     if not entry.shards:
         raise DatasetError(f"catalogue entry {entry.name!r} lists no shards to check against",
@@ -170,7 +178,7 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
         raise VerificationError(f"{folder}: shard {missing[0]} is missing here"
                                 f"{f' ({len(missing)} missing)' if len(missing) > 1 else ''}; {_facts_line(entry)}",
                                 hint=hint)
-    unlisted = sorted((set(manifest["_shards"]) | on_disk) - {sh["path"] for sh in entry.shards})
+    unlisted = sorted((set(_shard_paths(manifest)) | on_disk) - {sh["path"] for sh in entry.shards})
     if unlisted:
         raise VerificationError(f"{folder}: shard {unlisted[0]} is not in the catalogue entry {entry.name!r} (the "
                                 f"split or shard plan differs); {_facts_line(entry)}", hint=hint)
@@ -211,8 +219,8 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
         for k in VERSION_KEYS:
             if k in differ:
                 differing.setdefault(k, differ[k])
-    if entry.content_digest and manifest.get("content_digest") != entry.content_digest:
-        raise VerificationError(f"{folder}: content digest {str(manifest.get('content_digest'))[:16]}... differs "
+    if entry.content_digest and manifest.content_digest != entry.content_digest:
+        raise VerificationError(f"{folder}: content digest {str(manifest.content_digest)[:16]}... differs "
                                 f"from the catalogue's {entry.content_digest[:16]}...; {_facts_line(entry)}", hint=hint)
     notes = []
     if containers:
@@ -238,37 +246,25 @@ def check_against_entry(folder: Path, entry: CatalogEntry, workers: int | None =
 
 
 def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: bool) -> Path:
-    """Run the entry's `generate` command into `staging`, as a child process tied to this one's life.
+    """Build the entry's `generate` command into `staging`, in this process (`ssmbench.data.build.replay`).
 
-    The child gets its own session (so its process group, with its forkserver and pool workers, can be ended as one)
-    and, on Linux, PR_SET_PDEATHSIG = SIGKILL: if this process is killed, even by SIGKILL, the child goes too (and
-    its workers, which watch it). Ctrl-C or SIGTERM here is passed on to the child as SIGINT (it stops at its next
-    block, ends its pool and keeps the shards done) and then raises `BuildInterrupted` (exit 130): a re-run of the same `get`
-    continues the build in the staging folder. A second signal, or a child still running 30 s after the first,
-    ends the child's process group with SIGKILL.
+    Ctrl-C or SIGTERM stops the build as Ctrl-C stops `generate` (at its next block; a pool's workers are ended,
+    the shards done are kept) and raises `BuildInterrupted` (exit 130) naming the signal: a re-run of the same
+    `get` continues the build in the staging folder. A second signal stops at once. If this process is killed
+    outright, the pool's workers go with it (they watch it; see `ssmbench.data.build.jobs`).
     """
-    import tempfile
+    from ..build.jobs import BuildInterrupted
+    from ..build.replay import generate_from_argv
 
-    from .jobs import BuildInterrupted
-
-    exe = Path(sys.executable).with_name("ssmbench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ssmbench"]
     w = workers or int(entry.build.get("workers") or 1)
-    args = [*cmd, *entry.build["argv"], "--workers", str(w), "--out", str(staging), "--json"]
-    if quiet:
-        args.append("-q")
-    with tempfile.TemporaryFile("w+") as out:  # a file, not a pipe: nothing can block on a full pipe
-        with _child_tied_to_us(args, out) as child:
-            child.wait()
-        if child.signum is not None:
+    argv = [*entry.build["argv"], "--workers", str(w), "--out", str(staging), "--json", *(["-q"] if quiet else [])]
+    with _signals_stop_the_build() as caught:
+        try:
+            return generate_from_argv(argv).path
+        except (BuildInterrupted, KeyboardInterrupt):
             raise BuildInterrupted(
-                f"interrupted ({signal_name(child.signum)}) while rebuilding {entry.name}: the shards done are kept "
-                f"in {staging}; re-run the same command to continue")
-        if child.returncode:
-            raise DatasetError(f"rebuilding {entry.name} failed (ssmbench {' '.join(entry.build['argv'])} exited "
-                               f"{child.returncode})", "see the message above; re-run the same command to continue")
-        out.seek(0)
-        return Path(json.loads(out.read())["path"])
+                f"interrupted ({signal_name(caught.get('signum', signal.SIGINT))}) while rebuilding {entry.name}: "
+                f"the shards done are kept in {staging}; re-run the same command to continue") from None
 
 
 def signal_name(signum: int) -> str:
@@ -278,93 +274,32 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _die_with(parent: int) -> Callable[[], None] | None:
-    """A `preexec_fn` that makes the child receive SIGKILL when `parent` (this process) dies (Linux), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the line above: nobody would kill us
-            os._exit(1)
-
-    return preexec
-
-
-class _Child:
-    """A child process in its own session; signals to this process are passed on (see `_rebuild`)."""
-
-    GRACE_S = 30.0
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
-        self.signum: int | None = None
-        self.deadline: float | None = None
-        self.returncode: int | None = None
-
-    def handle(self, signum: int, frame: Any) -> None:
-        import time
-
-        if self.signum is None:
-            self.signum = signum
-            self.deadline = time.monotonic() + self.GRACE_S
-            try:  # generate's own process only: its pool workers ignore SIGINT once started, not while starting
-                os.kill(self.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        else:
-            self.kill_group(signal.SIGKILL)
-
-    def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)  # its group id is its pid (start_new_session)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def exited(self) -> bool:
-        """Whether the child has exited, without reaping it (its pid, hence its group id, stays reserved)."""
-        if hasattr(os, "waitid"):
-            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
-        return self.proc.poll() is not None
-
-    def wait(self) -> None:
-        import time
-
-        while not self.exited():
-            time.sleep(0.05)
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                self.kill_group(signal.SIGKILL)
-        self.kill_group(signal.SIGKILL)  # what it left of its group (pool workers, forkserver), if anything
-        self.returncode = self.proc.wait()
-
-
 @contextmanager
-def _child_tied_to_us(args: list[str], out: Any) -> Iterator[_Child]:
-    """Start `args` (stdout to `out`) as a `_Child`; SIGINT and SIGTERM are passed on to it meanwhile (main thread
-    only), and whatever way this block is left, nothing of the child's process group survives it."""
+def _signals_stop_the_build() -> Iterator[dict[str, int]]:
+    """For the duration, SIGINT and SIGTERM both do what Ctrl-C does to a build (`build.jobs.interrupts`: the first
+    stops it at its next check, a second at once); yields a dict that records the first one's number ("signum")."""
     import threading
 
-    proc = subprocess.Popen(args, stdout=out, start_new_session=True, preexec_fn=_die_with(os.getpid()))
-    child = _Child(proc)
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, child.handle)
-    try:
-        yield child
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if proc.returncode is None:  # left by an exception: end the child and its workers now
-            child.kill_group(signal.SIGKILL)
-            proc.wait()
+    from ..build.jobs import interrupts
+
+    caught: dict[str, int] = {}
+    with interrupts():
+        if threading.current_thread() is not threading.main_thread():
+            yield caught
+            return
+        build_handler = signal.getsignal(signal.SIGINT)
+
+        def handler(signum: int, frame: Any) -> None:
+            caught.setdefault("signum", signum)
+            if callable(build_handler):
+                build_handler(signum, frame)
+
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield caught
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 @contextmanager
@@ -423,8 +358,7 @@ def _check_present(dest: Path, entry: CatalogEntry, workers: int | None) -> tupl
         if got != entry.manifest_sha256:
             raise VerificationError(f"{dest}: manifest.json differs from catalogue entry {entry.name!r} (sha256 "
                                     f"{got[:16]}..., catalogue {entry.manifest_sha256[:16]}...)", hint=hint)
-    listed = {sh["path"]: sh["sha256"] for s in ("train", "val", "test")
-              for sh in _read_manifest(dest)["splits"][s]["shards"]}
+    listed = {sh.path: sh.sha256 for s in SPLIT_ORDER for sh in _read_manifest(dest).shards(s)}
     try:  # the manifest against the files: what was just read is not read again
         raise_for(verify_dataset(dest, hashed={p for p, sha in read.items() if listed.get(p) == sha}))
     except VerificationError as exc:
@@ -442,7 +376,7 @@ def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path 
     time: a second one calls `on_wait` with a line (default: a logged warning), waits, then finds and checks the
     folder the first one made. `workers` processes rebuild, and as many threads hash the shards.
     """
-    from .build import data_root
+    from ..folder.locations import data_root
 
     entry = find_entry(name, catalog)
     root = data_root(to)
@@ -473,15 +407,15 @@ def entry_for_folder(folder: Path, catalog: str | Path | Sequence[str | Path] | 
     """The catalogue entry describing `folder`: by folder name, else by dataset id (the content digest decides)."""
     from .catalog import load_catalog
 
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
+    manifest = load_manifest(folder)
     cat = load_catalog(catalog)
-    if Path(folder).name in cat and cat[Path(folder).name].dataset_id in (None, manifest["dataset_id"]):
+    if Path(folder).name in cat and cat[Path(folder).name].dataset_id in (None, manifest.dataset_id):
         return cat[Path(folder).name]
-    same = [cat[n] for n in cat if cat[n].dataset_id == manifest["dataset_id"]]
-    exact = [e for e in same if e.content_digest == manifest["content_digest"]]
+    same = [cat[n] for n in cat if cat[n].dataset_id == manifest.dataset_id]
+    exact = [e for e in same if e.content_digest == manifest.content_digest]
     if exact or same:
         return (exact or same)[0]
-    raise DatasetError(f"no catalogue entry describes {folder} (dataset id {manifest['dataset_id']})",
+    raise DatasetError(f"no catalogue entry describes {folder} (dataset id {manifest.dataset_id})",
                        "list the entries with `ssmbench ls datasets`; add a catalogue with --catalog FILE")
 
 
@@ -496,22 +430,22 @@ def verify_catalog(folder: str | Path, catalog: str | Path | Sequence[str | Path
 def entry_from_folder(folder: Path, argv: list[str], workers: int, build: dict[str, float] | None = None,
                       description: str = "") -> dict[str, Any]:
     """A catalogue entry (JSON) for a verified folder built by `ssmbench <argv> --workers <workers>`."""
-    manifest = json.loads((Path(folder) / "manifest.json").read_text())
-    shards = [{"path": sh["path"], "num_bytes": sh["num_bytes"], "sha256": sh["sha256"],
-               "content": {k: v[:16] for k, v in sorted(sh["content_sha256"].items())}}
-              for split in ("train", "val", "test") for sh in manifest["splits"][split]["shards"]]
-    files = [f for f in manifest.get("files", []) if f["path"] != "preview.png"]
+    manifest = load_manifest(folder)
+    shards = [{"path": sh.path, "num_bytes": sh.num_bytes, "sha256": sh.sha256,
+               "content": {k: v[:16] for k, v in sorted((sh.content_sha256 or {}).items())}}
+              for split in SPLIT_ORDER for sh in manifest.splits[split].shards]
+    files = [f for f in manifest.files or [] if f["path"] != "preview.png"]
+    storage, environment = manifest.storage or {}, manifest.environment or {}
     return {
-        "description": description or manifest["name"], "task": manifest["task"],
-        "task_version": str(manifest["task_version"]), "dataset_id": manifest["dataset_id"], "folder": manifest["name"],
-        "content_digest": manifest["content_digest"],
+        "description": description or manifest.name, "task": manifest.task,
+        "task_version": manifest.version, "dataset_id": manifest.dataset_id, "folder": manifest.name,
+        "content_digest": manifest.content_digest,
         "build": {"argv": list(argv), "workers": workers,
                   **{k: round(float(v), 1) for k, v in (build or {}).items() if k in ("wall_s", "cpu_s")}},
-        "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}"
-                  for k, v in sorted(manifest["storage"]["fields"].items())},
-        "environment": {"ssmbench": manifest["ssmbench_version"],
-                        **{k: manifest["environment"][k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")}},
-        "num_samples": {s: manifest["splits"][s]["num_samples"] for s in ("train", "val", "test")},
+        "codec": {k: f"{v['codec']}{'+shuffle' if v['shuffle'] else ''}" for k, v in sorted(storage["fields"].items())},
+        "environment": {"ssmbench": manifest.ssmbench_version,
+                        **{k: environment[k] for k in ("numpy", "numba", "h5py", "hdf5", "platform")}},
+        "num_samples": {s: manifest.splits[s].num_samples for s in SPLIT_ORDER},
         "num_bytes": sum(sh["num_bytes"] for sh in shards) + sum(f["num_bytes"] for f in files),
         "files": [{"path": f["path"], "num_bytes": f["num_bytes"], "sha256": f["sha256"]} for f in files],
         "shards": shards,
@@ -528,7 +462,7 @@ def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[
     `split`, a download fetches only that split (plus the manifest and card), and a folder downloaded earlier
     without it gets it added; an entry without a mirror is rebuilt whole (`ssmbench get`).
     """
-    from .build import data_root as default_root
+    from ..folder.locations import data_root as default_root
     from .download import download_dataset, looks_like_url
 
     text = str(name_or_path)
@@ -558,8 +492,8 @@ def resolve_dataset(name_or_path: str | Path, *, catalog: str | Path | Sequence[
 
 def _split_left_out(folder: Path, split: str) -> bool:
     """Whether a partial download of `folder` left out shards of `split` (val or validation, train, test)."""
-    from .shards import SPLIT_ALIASES
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
+    from ..folder.splits import SPLIT_ALIASES
 
     prefix = SPLIT_ALIASES.get(split, split) + "/"
     return any(p.startswith(prefix) for p in absent_by_selection(folder))

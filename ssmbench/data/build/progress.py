@@ -119,8 +119,8 @@ def space_needed(folder: Path, plan: Any, estimates: Mapping[str, Any]) -> tuple
     samples = sum(r["stop"] - r["start"] for r in written)
     if samples:
         return int(sum(r["num_bytes"] for r in written) / samples * sum(plan.sizes.values()) * left), False
-    from ..registry import get_task
-    from ..task_config import from_plain
+    from ...registry import get_task
+    from ...task_config import from_plain
 
     task = get_task(plan.task)
     return raw_bytes_left(folder, plan, task, from_plain(task, plan.config)), True

@@ -17,10 +17,10 @@ A catalogue is JSON::
          "task": "shift", "task_version": "1", "dataset_id": "shift-64-b9accf39",
          "description": "Shift, L = 64"}}}
 
-`sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.download` explains the URL forms.
+`sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.hub.download` explains the URL forms.
 An entry may instead (or also) carry `build` ({"argv": ["generate", ...], "workers": W}) and `shards` (each
-shard's path, size, sha256 and per-field content hashes), which `ssmbench get` (`ssmbench.data.get`) uses to
-rebuild it and check every shard. `ssmbench.data.get.resolve_dataset` turns a name into a folder for
+shard's path, size, sha256 and per-field content hashes), which `ssmbench get` (`ssmbench.data.hub.get`) uses to
+rebuild it and check every shard. `ssmbench.data.hub.get.resolve_dataset` turns a name into a folder for
 `ssmbench.open_dataset`:
 
 >>> import json, tempfile, pathlib
@@ -31,7 +31,7 @@ rebuild it and check every shard. `ssmbench.data.get.resolve_dataset` turns a na
 >>> cat["demo-8"].sources, cat["demo-8"].num_bytes
 (('https://example.org/demo-8/',), 2048)
 >>> (tmp / "demo-8").mkdir(); _ = (tmp / "demo-8" / "manifest.json").write_text("{}")
->>> from ssmbench.data.get import resolve_dataset
+>>> from ssmbench.data.hub.get import resolve_dataset
 >>> resolve_dataset("demo-8", catalog=tmp / "cat.json", data_root=tmp) == tmp / "demo-8"
 True
 >>> tmpdir.cleanup()
@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DatasetError
-from ..plain import human_bytes, human_seconds
+from ...errors import ConfigError, DatasetError
+from ...plain import human_bytes, human_seconds
 
 BUILTIN = "<built-in>"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -28,7 +28,7 @@ _WINDOWS = re.compile(r"\b[A-Za-z]:\\[^\s\"']+")
 
 
 def _config_pairs(path: str) -> list[str]:
-    from ..config import load_config_file
+    from ...config import load_config_file
 
     out: list[str] = []
     for key, value in load_config_file(path).items():

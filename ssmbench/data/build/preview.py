@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetError
-from .shards import canonical_split
+from ...errors import DatasetError
+from ..folder.splits import canonical_split
 
 log = logging.getLogger(__name__)
 

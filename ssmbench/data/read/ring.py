@@ -12,7 +12,7 @@ receiving process keeps the rings it was sent (those of workers that have exited
 arrives) and hands out the batch's tensors as views into the slot, without a copy; the slot is marked free when the
 last of them is garbage-collected. A worker takes the next free slot; when none is (a consumer holding on to its
 batches), or the batch is larger than a slot, `reserve` and `ship` return None and the batch is made in fresh memory
-and travels the other way (`ssmbench.data.columns`): nothing ever waits. A batch made in a slot but dropped in the
+and travels the other way (`ssmbench.data.read.columns`): nothing ever waits. A batch made in a slot but dropped in the
 worker (collated by another collate_fn, which copies) gives the slot back when its arrays are garbage-collected;
 anything that pickles those arrays themselves gets copies (torch moves a tensor that is not its own shared memory
 into a new segment), never views of a slot the worker will reuse.

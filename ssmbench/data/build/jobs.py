@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import SsmbenchError
-from ..registry import disable_svml
+from ...errors import SsmbenchError
+from ...registry import disable_svml
 
 
 def svml_in_use() -> bool:

@@ -12,9 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..plain import file_sha256
-from ..registry import get_task
-from .shards import SPLIT_ORDER, atomic_write_bytes, atomic_write_json
+from ...plain import file_sha256
+from ...registry import get_task
+from ..folder.atomic import atomic_write_bytes, atomic_write_json
+from ..folder.splits import SPLIT_ORDER
 
 HF_SPLIT = {"train": "train", "val": "validation", "test": "test"}
 CITATIONS = """- Gupta, Mehta, Berant. *Simplifying and Understanding State Space Models with Diagonal Linear RNNs*. 2022.
@@ -174,7 +175,7 @@ def render_card(manifest: dict[str, Any], manifest_sha256: str | None = None) ->
     field_lines = "\n".join(
         f"| `{k}` | {f['dtype']} | ({', '.join(map(str, f['shape']))}) | {f['description']} |"
         for k, f in manifest["spec"]["fields"].items())
-    from ..task_config import from_plain
+    from ...task_config import from_plain
 
     stats = task.statistics_markdown(from_plain(task, manifest["config"]), manifest.get("statistics", {}))
     stats = stats or _generic_statistics(manifest) or "No per-split statistics are recorded for this task."

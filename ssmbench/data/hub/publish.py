@@ -12,7 +12,7 @@ Uploading is left to the Hub's own client: the result lists the `hf upload` comm
 same arguments work with the older `huggingface-cli upload`) and the equivalent Python call. `upload_release`
 runs the latter when huggingface_hub is installed and logged in; nothing else here needs it. Example:
 
-    >>> from ssmbench.data.publish import publish
+    >>> from ssmbench.data.hub.publish import publish
     >>> result = publish("data/pathfinder-512", "release", repo_id="ORG/ssmbench")   # doctest: +SKIP
     >>> print(result.commands[0])                                                    # doctest: +SKIP
     hf upload ORG/ssmbench release . --repo-type dataset --commit-message "ssmbench pathfinder-512"
@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError
-from ..plain import file_sha256
-from .build import load_manifest
-from .shards import SPLIT_ORDER, atomic_write_bytes
+from ...errors import DatasetError
+from ...plain import file_sha256
+from ..folder.atomic import atomic_write_bytes
+from ..folder.manifest import Manifest, load_manifest
+from ..folder.splits import SPLIT_ORDER
 
 SUMS = "SHA256SUMS"
 
@@ -62,13 +63,14 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _check_publishable(root: Path, manifest: dict[str, Any]) -> None:
-    from .verify import absent_by_selection, raise_for, verify_dataset
+def _check_publishable(root: Path, manifest: Manifest) -> None:
+    from ..folder.checks import absent_by_selection
+    from .verify import raise_for, verify_dataset
 
     if absent_by_selection(root):
-        raise DatasetError(f"{root} holds only part of {manifest['name']} (downloaded with --split/--include)",
+        raise DatasetError(f"{root} holds only part of {manifest.name} (downloaded with --split/--include)",
                            "publish a complete folder")
-    codecs = {f["codec"] for f in manifest["storage"]["fields"].values()}
+    codecs = {f["codec"] for f in (manifest.storage or {}).get("fields", {}).values()}
     if any(c.startswith("zstd") for c in codecs):
         raise DatasetError(f"{root} is a Zstd copy; published shards are gzip so that every HDF5 reader opens them",
                            f"publish the gzip original, or make one: ssmbench repack {root} --codec gzip:4 --out DIR")
@@ -78,7 +80,7 @@ def _check_publishable(root: Path, manifest: dict[str, Any]) -> None:
 
 def _refuse_local_paths(root: Path) -> None:
     """A card or manifest naming a local absolute path (a user's name, a scratch folder) is not published."""
-    from .command import local_paths
+    from ..build.command import local_paths
 
     for name in ("manifest.json", "README.md"):
         path = root / name
@@ -100,24 +102,24 @@ def sums_text(folder: Path, known: dict[str, str]) -> str:
 
 def collection_card(release_root: Path) -> str:
     """The release root's README.md: a Hugging Face card with one config per dataset folder found in it."""
-    from ..registry import get_task
-    from .cards import config_entry, info_entry
+    from ...registry import get_task
+    from ..build.cards import config_entry, info_entry
 
     manifests = [load_manifest(p.parent) for p in sorted(release_root.glob("*/manifest.json"))]
-    categories = sorted({get_task(m["task"]).hf_task_category for m in manifests}) or ["other"]
+    categories = sorted({get_task(m.task).hf_task_category for m in manifests}) or ["other"]
     front = ["---", "pretty_name: ssmbench", "license: cc-by-4.0",
              "tags: [synthetic, long-range, benchmark, state-space-models, hdf5, ssmbench]",
              "annotations_creators: [machine-generated]", "source_datasets: [original]",
              f"task_categories: [{', '.join(categories)}]", "configs:"]
     for m in manifests:
-        front += config_entry(m, prefix=f"{m['name']}/")
+        front += config_entry(m.to_json(), prefix=f"{m.name}/")
     front.append("dataset_info:")
     for m in manifests:
-        front += info_entry(m)
-    rows = [f"| [`{m['name']}`]({m['name']}/README.md) | {m['task']} v{m['task_version']} | "
-            f"{sum(m['splits'][s]['num_samples'] for s in SPLIT_ORDER)} | "
-            f"{sum(sh['num_bytes'] for s in SPLIT_ORDER for sh in m['splits'][s]['shards'])} | "
-            f"`{m['dataset_id']}` |" for m in manifests]
+        front += info_entry(m.to_json())
+    rows = [f"| [`{m.name}`]({m.name}/README.md) | {m.task} v{m.task_version} | "
+            f"{sum(m.splits[s].num_samples or 0 for s in SPLIT_ORDER)} | "
+            f"{sum(sh.num_bytes or 0 for s in SPLIT_ORDER for sh in m.shards(s))} | "
+            f"`{m.dataset_id}` |" for m in manifests]
     body = f"""---
 # ssmbench datasets
 
@@ -152,34 +154,34 @@ def publish(path: str | Path, to: str | Path, *, repo_id: str | None = None) -> 
     `repo_id` (the Hub dataset repository, e.g. "ORG/ssmbench") goes into the printed commands and, when given,
     into croissant.json's `url`.
     """
-    from .cards import write_card
+    from ..build.cards import write_card
 
     root = Path(path)
     manifest = load_manifest(root)
     _check_publishable(root, manifest)
     release_root = Path(to)
-    dest = release_root / manifest["name"]
+    dest = release_root / str(manifest.name)
     if dest.resolve() == root.resolve():
         raise DatasetError(f"{dest} is the dataset folder itself", "pass another --to folder")
     if (dest / "manifest.json").exists() and (dest / "manifest.json").read_bytes() != (root / "manifest.json").read_bytes():
-        raise DatasetError(f"{dest} already holds another build of {manifest['name']}",
+        raise DatasetError(f"{dest} already holds another build of {manifest.name}",
                            "published folders are never replaced: a new build gets a new name (task version)")
     known: dict[str, str] = {}
     for split in SPLIT_ORDER:
-        for shard in manifest["splits"][split]["shards"]:
-            _link_or_copy(root / shard["path"], dest / shard["path"])
-            known[shard["path"]] = shard["sha256"]
-    for f in manifest.get("files", []):
+        for shard in manifest.shards(split):
+            _link_or_copy(root / shard.path, dest / shard.path)
+            known[shard.path] = str(shard.sha256)
+    for f in manifest.files or []:
         _link_or_copy(root / f["path"], dest / f["path"])
         known[f["path"]] = f["sha256"]
     shutil.copy2(root / "manifest.json", dest / "manifest.json")
-    url = f"https://huggingface.co/datasets/{repo_id}/tree/main/{manifest['name']}" if repo_id else None
-    write_card(dest, manifest, url=url)
+    url = f"https://huggingface.co/datasets/{repo_id}/tree/main/{manifest.name}" if repo_id else None
+    write_card(dest, manifest.to_json(), url=url)
     atomic_write_bytes(dest / SUMS, sums_text(dest, known).encode())
     atomic_write_bytes(release_root / "README.md", collection_card(release_root).encode())
     files = [p for p in dest.rglob("*") if p.is_file()]
     return PublishResult(dest, release_root, len(files), sum(p.stat().st_size for p in files),
-                         upload_commands(release_root, repo_id or "ORG/ssmbench", manifest["name"]))
+                         upload_commands(release_root, repo_id or "ORG/ssmbench", str(manifest.name)))
 
 
 def upload_release(release_root: str | Path, repo_id: str) -> str:

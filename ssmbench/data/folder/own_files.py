@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError
+from ...errors import DatasetError
 
 OWN_TOP = frozenset({"manifest.json", "README.md", "croissant.json", "preview.png", "fixed.npy", ".build"})
 """Top-level names a build or a download writes."""
@@ -75,7 +75,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def finished_build(path: Path, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
     """(manifest, shards whose size or sha256 disagree with it) when `path` holds a finished build with this
     identity; (None, []) otherwise. A finished folder keeps no `.build/`, so the manifest is what a re-run checks."""
-    from ..plain import file_sha256
+    from ...plain import file_sha256
 
     manifest = read_json(path / "manifest.json")
     if manifest is None or manifest.get("build_identity") != identity:

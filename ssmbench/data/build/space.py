@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import SsmbenchError
-from ..plain import human_bytes
+from ...errors import SsmbenchError
+from ...plain import human_bytes
 
 DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
                errno.EROFS: "read-only file system"}
@@ -78,7 +78,7 @@ def check_writable(path: Path) -> None:
     read-only or virtual file system (/proc) reports 0 B free, which would read as a full disk."""
     import tempfile
 
-    from ..errors import ConfigError
+    from ...errors import ConfigError
 
     existing = Path(path).absolute()
     while not existing.exists() and existing != existing.parent:

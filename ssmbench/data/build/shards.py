@@ -22,32 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..api import Field, Spec
-from ..errors import ConfigError, SsmbenchError
-from ..plain import file_sha256
+from ...api import Field, Spec
+from ...errors import ConfigError, SsmbenchError
+from ...plain import file_sha256
+from ..folder.atomic import atomic_write_bytes, atomic_write_json, fsync_dir
+from ..folder.splits import SPLIT_ORDER
 
-FORMAT_VERSION = 1
-SPLIT_ORDER = ("train", "val", "test")
-SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "valid": "val", "test": "test"}
-"""Every split name a command or function accepts, and the stored split it means."""
-
-
-def canonical_split(split: str, option: str = "--split") -> str:
-    """The stored split a name means (`validation` -> `val`); an unknown name is a ConfigError with a did-you-mean.
-
-    >>> canonical_split("validation"), canonical_split("test")
-    ('val', 'test')
-    >>> canonical_split("tain")
-    Traceback (most recent call last):
-    ...
-    ssmbench.errors.ConfigError: --split: unknown split 'tain'; did you mean 'train'? (train, val or test)
-    """
-    if split in SPLIT_ALIASES:
-        return SPLIT_ALIASES[split]
-    from ..plain import did_you_mean
-
-    guess = did_you_mean(split, list(SPLIT_ALIASES), cutoff=0.5)
-    raise ConfigError(option, f"unknown split {split!r}{guess} (train, val or test)")
 SAMPLE_ID = Field("int64", (), "index of the sample within its split", codec="none")
 
 
@@ -104,7 +84,7 @@ def parse_split(text: str) -> dict[str, float]:
     >>> parse_split("train=0.8, val=0.1,test=0.1")
     {'train': 0.8, 'val': 0.1, 'test': 0.1}
     """
-    from ..config import parse_overrides
+    from ...config import parse_overrides
 
     bad = ConfigError("--split", f"expected name=value pairs like train=0.8,val=0.1,test=0.1; got {text!r}")
     try:
@@ -165,41 +145,6 @@ def row_hashes(block: Mapping[str, np.ndarray]) -> np.ndarray:
             h.update(row.tobytes())
         out[i] = np.frombuffer(h.digest(), dtype=np.uint8)
     return out
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a rename in `path` durable (a no-op where folders cannot be opened, as on Windows)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except (PermissionError, IsADirectoryError):
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary name in the same folder, fsync it, rename it into place, fsync the folder.
-
-    On any failure (a full disk, Ctrl-C) the temporary is removed and `path` keeps its old content, if any.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp.{uuid.uuid4().hex}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
 def _filter_kwargs(field: Field, n: int) -> dict[str, Any]:
@@ -313,7 +258,7 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
             os.replace(tmp, final)
         except FileNotFoundError:
             raise TemporaryVanished(f"{tmp} vanished while this run wrote it: another process deleted it") from None
-        _fsync_dir(final.parent)
+        fsync_dir(final.parent)
         record = {
             **asdict(shard), "path": shard.relpath, "sample_start": shard.start, "sample_stop": shard.stop,
             "num_bytes": final.stat().st_size, "sha256": file_sha256(final),

@@ -10,7 +10,7 @@ By default the copy goes to `<folder>-<codec>` beside the source (or `<out>/<nam
 shards one by one, each atomically, and rewrites the manifest last. Both modes keep a journal (`.repack.json`) of
 the shards already written, so an interrupted run resumes. Example:
 
-    >>> from ssmbench.data.repack import repack
+    >>> from ssmbench.data.hub.repack import repack
     >>> result = repack("data/pathfinder-512", codec="zstd:3")        # doctest: +SKIP
     >>> result.path                                                    # doctest: +SKIP
     PosixPath('data/pathfinder-512-zstd')
@@ -32,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, DatasetError, VerificationError
-from ..plain import file_sha256
-from .build import load_manifest
-from .provenance import created_utc
-from .shards import SPLIT_ORDER, atomic_write_json, content_prefix
+from ...errors import ConfigError, DatasetError, VerificationError
+from ...plain import file_sha256
+from ..build.provenance import created_utc
+from ..build.shards import content_prefix
+from ..folder.atomic import atomic_write_json
+from ..folder.manifest import Manifest, load_manifest, read_manifest_json
+from ..folder.splits import SPLIT_ORDER
 
 JOURNAL = ".repack.json"
 LEVELS = {"zstd": (1, 22, 3), "gzip": (0, 9, 4)}
@@ -166,10 +168,10 @@ def repack_shard(src: Path, dst: Path, codec: str, expected: dict[str, str]) -> 
         tmp.unlink(missing_ok=True)
 
 
-def _destination(root: Path, manifest: dict[str, Any], codec: str, out: str | Path | None, in_place: bool) -> Path:
+def _destination(root: Path, manifest: Manifest, codec: str, out: str | Path | None, in_place: bool) -> Path:
     if in_place:
         return root
-    dst = Path(out) / manifest["name"] if out else root.parent / f"{root.name}-{codec.split(':')[0]}"
+    dst = Path(out) / str(manifest.name) if out else root.parent / f"{root.name}-{codec.split(':')[0]}"
     if dst.resolve() == root.resolve():
         raise ConfigError("--out", f"{dst} is the source folder", "use --in-place to replace the shards there")
     return dst
@@ -180,7 +182,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     """Repack the dataset at `path` with `codec` (see the module docstring); returns where the result is."""
     from tqdm import tqdm
 
-    from .verify import absent_by_selection
+    from ..folder.checks import absent_by_selection
 
     root = Path(path)
     manifest = load_manifest(root)
@@ -188,15 +190,14 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     source_sha = file_sha256(root / "manifest.json")
     dst = _destination(root, manifest, codec, out, in_place)
     if not in_place and (dst / "manifest.json").exists():
-        done = load_manifest(dst)
+        done = read_manifest_json(dst)
         if done.get("repacked_from") == source_sha and done.get("repack_codec") == codec:
             shards = [s for sp in SPLIT_ORDER for s in done["splits"][sp]["shards"] if (dst / s["path"]).exists()]
             return RepackResult(dst, codec, len(shards), 0, sum(s["num_bytes"] for s in shards), False)
         raise DatasetError(f"{dst} already holds another dataset folder", "pass another --out, or remove it")
     left_out = absent_by_selection(root)
-    shards = [(split, s) for split in SPLIT_ORDER for s in manifest["splits"][split]["shards"]
-              if s["path"] not in left_out]
-    missing = [s["path"] for _, s in shards if not (root / s["path"]).exists()]
+    shards = [(split, s) for split in SPLIT_ORDER for s in manifest.shards(split) if s.path not in left_out]
+    missing = [s.path for _, s in shards if not (root / s.path).exists()]
     if missing:
         raise DatasetError(f"{root}: {len(missing)} shard(s) missing, e.g. {missing[0]}",
                            "run `ssmbench verify` and re-download or regenerate them first")
@@ -209,23 +210,22 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     dst.mkdir(parents=True, exist_ok=True)
     for stray in dst.glob("*/*.h5.tmp.*"):  # a shard being written when an earlier run died
         stray.unlink()
-    before = sum(s["num_bytes"] for _, s in shards)
+    before = sum(s.num_bytes or 0 for _, s in shards)
     bar = tqdm(total=len(shards), unit="shard", desc=f"repack {codec}", file=sys.stderr, disable=not progress,
                leave=False)
     try:
         for _, shard in shards:
-            target = dst / shard["path"]
-            record = journal["done"].get(shard["path"])
+            target = dst / shard.path
+            record = journal["done"].get(shard.path)
             if not (record and target.exists() and record["num_bytes"] == target.stat().st_size
                     and record["sha256"] == file_sha256(target)):
-                repack_shard(root / shard["path"], target, codec, shard["content_sha256"])
-                journal["done"][shard["path"]] = {"num_bytes": target.stat().st_size,
-                                                  "sha256": file_sha256(target)}
+                repack_shard(root / shard.path, target, codec, shard.content_sha256 or {})
+                journal["done"][shard.path] = {"num_bytes": target.stat().st_size, "sha256": file_sha256(target)}
                 atomic_write_json(journal_path, journal)
             bar.update(1)
     finally:
         bar.close()
-    new = copy.deepcopy(manifest)
+    new = copy.deepcopy(manifest.to_json())  # the copy's manifest: the source's, shard files and codecs replaced
     for split in SPLIT_ORDER:
         for shard in new["splits"][split]["shards"]:
             if shard["path"] in journal["done"]:
@@ -237,12 +237,12 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     new["repack_codec"] = codec
     new["repacked_utc"] = created_utc()
     if not in_place:
-        for f in manifest.get("files", []):
+        for f in manifest.files or []:
             shutil.copy2(root / f["path"], dst / f["path"])
         if (root / ".download.json").exists():
             shutil.copy2(root / ".download.json", dst / ".download.json")
     atomic_write_json(dst / "manifest.json", new)
-    from .cards import write_card
+    from ..build.cards import write_card
 
     write_card(dst, new)
     journal_path.unlink(missing_ok=True)

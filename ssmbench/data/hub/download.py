@@ -19,10 +19,10 @@ The flow behind `ssmbench download NAME|URL`:
    `--include`), so `verify` reports those as absent rather than missing.
 5. Run `verify`'s default level on the folder.
 
-`ssmbench.data.transfer` holds the HTTP side (URL forms, `requests`, retries, Range resumption). Example, against
+`ssmbench.data.hub.transfer` holds the HTTP side (URL forms, `requests`, retries, Range resumption). Example, against
 any server that holds a dataset folder:
 
-    >>> from ssmbench.data.download import download_dataset
+    >>> from ssmbench.data.hub.download import download_dataset
     >>> result = download_dataset("https://host/ssmbench/shift-64/", to="data", splits=["test"])  # doctest: +SKIP
     >>> result.path, result.fetched_files                                                       # doctest: +SKIP
     (PosixPath('data/shift-64'), 3)
@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, DatasetError, DownloadError, VerificationError
-from ..plain import file_sha256
-from .shards import SPLIT_ALIASES, SPLIT_ORDER, atomic_write_bytes, atomic_write_json
+from ...errors import ConfigError, DatasetError, DownloadError, VerificationError
+from ...plain import file_sha256
+from ..folder.atomic import atomic_write_bytes, atomic_write_json
+from ..folder.splits import SPLIT_ALIASES, SPLIT_ORDER
 from .transfer import (
     STOP,
     FileItem,
@@ -195,14 +196,14 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
     """Download (or complete) `<to>/<name>` from a URL or a catalogue entry; see the module docstring.
 
     `source` is a URL (`https://host/path/<name>/`, its `manifest.json`, or `hf://datasets/<org>/<repo>@<rev>/<name>`)
-    or a `CatalogEntry` (`ssmbench.data.catalog.find_entry(name)`), whose pinned manifest sha256 is then enforced.
+    or a `CatalogEntry` (`ssmbench.data.hub.catalog.find_entry(name)`), whose pinned manifest sha256 is then enforced.
     `to` is the data root (default `$SSMBENCH_DATA` or `./data`); the dataset lands in `<to>/<name>`.
 
     Raises VerificationError (exit 3) when the manifest or a file disagrees with its checksum, DownloadError
     (exit 1) when a host is unreachable or a file is missing there, ConfigError/DatasetError (exit 2) for bad
     options or a target folder that holds another build.
     """
-    from .build import data_root
+    from ..folder.locations import data_root
 
     if workers < 1:
         raise ConfigError("--workers", f"must be >= 1, got {workers}")

@@ -9,7 +9,7 @@ item by item, and crosses a process boundary in its stored dtypes.
 * In a DataLoader worker `collate` returns `Columns`, a dict of those tensors that pickles as the stored arrays
   (uint8 pixels and tokens, int8 / uint8 targets: 4-8x fewer bytes than float32 / int64) and is rebuilt by the same
   plan when the main process unpickles it: bit for bit the tensors a worker-less loader yields. Except that
-  batches of 64 KiB and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.ring`):
+  batches of 64 KiB and more go through the worker's ring of reusable shared-memory slots (`ssmbench.data.read.ring`):
   `Batch.of` makes the columns straight in a free slot (`ring.reserve`: no copy at all), and the main process gets
   them as views of it, with no work left to do (where the widened columns would not fit a slot, the stored arrays
   are copied into one and transformed on arrival); smaller batches, and any the ring cannot take, travel as stored

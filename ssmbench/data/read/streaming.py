@@ -1,0 +1,81 @@
+"""Fresh training batches without touching the disk: the paper's protocol of a new batch at every step.
+
+Step s with global batch B uses train indices s*B .. s*B + B - 1; with W ranks, rank r takes the r-th contiguous
+slice of B/W. Val and test come from exactly the keys `ssmbench generate` uses, so a streamed sample and a stored
+sample with the same (split, index) are byte-identical. The config resolves as `ssmbench generate` resolves it:
+`{"size": 512}` is the pathfinder 512 preset, `{"size": 200}` the 256 preset resized, `{"L": 512}` the 512 preset,
+then the other keys on top.
+
+Tasks that drop duplicates (`Task.deduplicate`, the ListOps tasks) cannot be streamed: their stored rows are the
+survivors of a candidate stream de-duplicated across the whole dataset, so val row i depends on every training
+candidate before it. `TaskStream` refuses them with a DatasetError; build the dataset with `ssmbench generate`
+and read it with `ssmbench.data.read.loader.open_folder`.
+
+>>> from ssmbench.data.read.streaming import TaskStream
+>>> stream = TaskStream("cumsum", {"L": 16}, seed=0)
+>>> batch = stream.train_batch(step=3, batch_size=4)
+>>> batch["inputs"].shape, batch["sample_id"].tolist()
+((4, 16, 3), [12, 13, 14, 15])
+>>> bool((stream.train_batch(3, 4, rank=1, world_size=2)["inputs"] == batch["inputs"][2:]).all())
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import ConfigError, DatasetError
+from ...registry import get_task
+from ...seeding import keys_for
+from ...task_config import resolve
+
+if TYPE_CHECKING:
+    from ...api import Task, TaskConfig
+
+
+class TaskStream:
+    """Deterministic in-memory samples of one (task, config, root seed).
+
+    `config`: a config object, or a mapping of field values resolved like `ssmbench generate` (the preset that
+    `L` / `size` selects, then the other values); None is the task's default preset.
+    """
+
+    def __init__(self, task: str, config: TaskConfig | Mapping[str, Any] | None = None,
+                 seed: int = 0) -> None:
+        self.task: Task[Any] = get_task(task)
+        if self.task.deduplicate:
+            raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
+                               "the whole dataset, so they are not the raw key stream",
+                               f"build it with `ssmbench generate {self.task.name}` and read it with "
+                               "ssmbench.open_dataset(folder, split)")
+        if config is None:
+            resolved = self.task.presets[self.task.default_preset]
+        elif isinstance(config, Mapping):
+            resolved, _ = resolve(self.task, config)
+        else:
+            resolved = config
+        self.config = resolved
+        self.seed = seed
+        self.spec = self.task.spec(resolved)
+        self._cfg = resolved.to_dict()
+
+    def samples(self, split: str, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Samples [start, stop) of a split, with their `sample_id`."""
+        keys = keys_for(self.task.name, self.task.version, self._cfg, self.seed, split, start, stop,
+                        self.task.stream_exempt)
+        out = self.task.generate(self.config, keys)
+        out["sample_id"] = np.arange(start, stop, dtype=np.int64)
+        return out
+
+    def train_batch(self, step: int, batch_size: int, rank: int = 0, world_size: int = 1) -> dict[str, np.ndarray]:
+        """This rank's share of the global batch of training step `step` (indices never repeat across steps)."""
+        if batch_size % world_size:
+            raise ConfigError("batch_size", f"{batch_size} is not divisible by the world size {world_size}")
+        if not 0 <= rank < world_size or step < 0:
+            raise ConfigError("rank", f"need 0 <= rank < world_size and step >= 0, got rank={rank}, step={step}")
+        local = batch_size // world_size
+        start = step * batch_size + rank * local
+        return self.samples("train", start, start + local)
