@@ -5,7 +5,8 @@ The command is run in this process under `sys.settrace`. Every call of a functio
 arguments carry the value is one *call*: an argument named `size` equal to it, a mapping or dataclass holding it
 under `size` / `task.size` (the task config, the `-o` keys, the run config, a run request), or an `-o` string
 `size=N`. Consecutive calls in the same file are one *stop*; a stop in a file the walk had left before is a
-*return*; a file entered again from the same calling file is a *re-entry*. Tracing ends when the evaluator starts
+*return*; a file entered again from the same calling function is a *re-entry* (the count by calling file is shown
+too). Tracing ends when the evaluator starts
 (`train_and_score` or `score`): the configuration is settled there, and the 1-step run then goes on untraced.
 
     python benchmarks/config_walk.py                        # --size 32, data made once under a temporary folder
@@ -51,7 +52,7 @@ def carries(name: str | None, obj: Any, value: int, depth: int = 0) -> bool:
 class Walk:
     def __init__(self, value: int) -> None:
         self.value = value
-        self.calls: list[tuple[str, str, str, list[str]]] = []  # (file, function, caller file, argument names)
+        self.calls: list[tuple[str, str, str, str, list[str]]] = []  # file, function, caller file and function, args
 
     def trace(self, frame: Any, event: str, arg: Any) -> None:
         if event != "call":
@@ -66,34 +67,40 @@ class Walk:
         n = code.co_argcount + code.co_kwonlyargcount
         names = [v for v in code.co_varnames[:n] if carries(v, frame.f_locals.get(v), self.value)]
         if names:
-            caller = frame.f_back.f_code.co_filename if frame.f_back else ""
-            self.calls.append((_short(path), code.co_qualname, _short(caller), names))
+            back = frame.f_back.f_code if frame.f_back else code
+            self.calls.append((_short(path), code.co_qualname, _short(back.co_filename), back.co_qualname, names))
         return None
 
     def report(self) -> str:
-        stops: list[tuple[str, list[str], str]] = []  # (file, functions, caller file)
-        for file, func, caller, _ in self.calls:
+        stops: list[tuple[str, list[str], str, str]] = []  # (file, functions, caller file, caller function)
+        for file, func, caller_file, caller, _ in self.calls:
             if stops and stops[-1][0] == file:
                 stops[-1][1].append(func)
             else:
-                stops.append((file, [func], caller))
+                stops.append((file, [func], caller_file, caller))
         seen: set[str] = set()
-        edges: set[tuple[str, str]] = set()
-        returns = reentries = 0
+        by_function: set[tuple[str, str, str]] = set()
+        by_file: set[tuple[str, str]] = set()
+        returns = reentries = file_reentries = 0
         lines = []
-        for i, (file, funcs, caller) in enumerate(stops, 1):
+        for i, (file, funcs, caller_file, caller) in enumerate(stops, 1):
             mark = ""
             if file in seen:
                 returns += 1
                 mark = " (return)"
-            if (caller, file) in edges:
+            if (caller_file, caller, file) in by_function:
                 reentries += 1
-                mark += " (re-entered from the same caller)"
+                mark += f" (re-entered from {caller})"
+            elif (caller_file, file) in by_file:
+                file_reentries += 1
+                mark += f" (re-entered from {caller_file})"
             seen.add(file)
-            edges.add((caller, file))
-            lines.append(f"{i:3d}. {file}: {', '.join(dict.fromkeys(funcs))}{mark}")
+            by_function.add((caller_file, caller, file))
+            by_file.add((caller_file, file))
+            lines.append(f"{i:3d}. {file}: {', '.join(dict.fromkeys(funcs))}  <- {caller}{mark}")
         head = (f"--size {self.value}: {len(self.calls)} calls carrying it, {len(stops)} stops in {len(seen)} files, "
-                f"{returns} returns to a file already left, {reentries} re-entries from the same caller")
+                f"{returns} returns to a file already left, {reentries} re-entries from the same calling function "
+                f"(+{file_reentries} from another function of the same calling file)")
         return "\n".join([head, *lines])
 
 
@@ -115,15 +122,14 @@ def main() -> None:
                         "train=8,val=2,test=2", "--out", str(data), "-q"], check=True)
     os.environ["SSMBENCH_DATA"] = str(data)
     argv = ["eval", "--model", "dlr", "--task", "pathfinder", "--size", str(args.size), "-o", "train.steps=1",
-            "-o", "train.warmup_steps=0",             "-o", "model.d_model=4", "-o", "model.n_layers=1", "-o", "eval.val_samples=2", "-o", "eval.test_samples=2",
-            "-o", "eval.metric_batch_size=1", "-o", "data.workers=0", "--out", str(work / "run"), "-q"]
-    from ssmbench.cli.app import main as cli_main
-
+            "-o", "train.warmup_steps=0", "-o", "model.d_model=4", "-o", "model.n_layers=1",
+            "-o", "eval.val_samples=2", "-o", "eval.test_samples=2", "-o", "eval.metric_batch_size=1",
+            "-o", "data.workers=0", "--out", tempfile.mkdtemp(dir=work) + "/run", "-q"]
     import ssmbench.harness.trainer  # noqa: F401  (imported untraced: torch's import is no part of the walk)
     import ssmbench.registry
+    from ssmbench.cli.app import main as cli_main
 
     ssmbench.registry.get_task("pathfinder")
-
     walk = Walk(args.size)
     sys.settrace(walk.trace)
     try:
