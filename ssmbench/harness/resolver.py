@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .run_config import RunConfig
     from .run_request import RunRequest
 
+
 def resolve_request(request: RunRequest, config_type: type[RunConfig]) -> RunConfig:
     """The validated config (a `config_type`) of the single run `request` asks for (see the module's docstring
     for the order); a request carrying a resolved `config` takes only its hardware options."""
@@ -61,7 +62,7 @@ def resolve_request(request: RunRequest, config_type: type[RunConfig]) -> RunCon
     data = request.options.data if request.options.data is not None else user.get("data.path")
     folder_task = t.training_data == "folder"
     if data is not None and not folder_task:
-        raise ConfigError("--data", f"{t.name} draws fresh samples every step and takes no dataset folder",
+        raise ConfigError("--data", f"{request.selector.task} draws fresh samples every step and takes no dataset folder",
                           "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")
     explicit = _task_keys(user)
     flags = request.selector.flags()
