@@ -143,3 +143,13 @@ def test_run_request_dispatches_on_the_mode(monkeypatch, tmp_path):
         [("single", "dlr", t, s) for t in ("cumsum", "shift") for s in (3, 4)]
     assert outcome.suite == tmp_path / "suite" and all(Path(m.options.out).parent == outcome.suite for m in members)
     assert all(m.settings.overrides == {"train.steps": "9"} and m.options.device == "cpu" for m in members)
+
+
+def test_the_eval_command_refuses_disagreeing_selectors_in_one_line(tmp_path):
+    """`--size` and `-o size=` both reach the one resolver through the request: exit 2, one line, no traceback."""
+    exe = Path(sys.executable).with_name("ssmbench")
+    run = subprocess.run([str(exe), "eval", "--model", "dlr", "--task", "pathfinder", "--size", "32", "-o", "size=64",
+                          "-q"], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env={**os.environ, "PYTHONSAFEPATH": "1", "SSMBENCH_DATA": str(tmp_path)})
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "--size: 32 disagrees with size = 64 given as a config value; give one of them" in run.stderr
