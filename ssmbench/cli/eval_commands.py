@@ -7,11 +7,14 @@ import json
 import os
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli, emit
+
+if TYPE_CHECKING:
+    from ..harness.run_request import RunRequest
 
 EVAL_EPILOG = """\b
 Model resolution: a registered name (`ssmbench ls models`), or `module:Object`. An nn.Module subclass is a
@@ -99,30 +102,23 @@ shards or a finished run's files); 75 stopped at --time-limit
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_command(model: str | None, task: str | None, length: int | None, size: int | None, data: str | None,
-                 preset: str, config_file: str | None, overrides: tuple[str, ...], seed: int, seeds: str | None,
-                 device: str | None,
-                 precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
-                 resume_dir: str | None, time_limit: str | None, checkpoint: str | None, evaluator: str | None,
-                 split: str | None, logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool,
-                 quiet: bool, as_json: bool) -> None:
+def eval_command(**given: Any) -> None:
     """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
     from ..config import parse_overrides
     from ..harness.time_limit import TimeLimitReached
 
-    keys: dict[str, Any] = parse_overrides(overrides, removable=True)
-    deadline = _deadline(time_limit, keys)  # before anything slow: a bad DURATION is one line, exit 2
-    if deadline is not None and (checkpoint or evaluator == "score_only"):
+    keys: dict[str, Any] = parse_overrides(given["overrides"], removable=True)
+    deadline = _deadline(given["time_limit"], keys)  # before anything slow: a bad DURATION is one line, exit 2
+    if deadline is not None and (given["checkpoint"] or given["evaluator"] == "score_only"):
         raise click.UsageError("--time-limit stops training runs; --checkpoint / --evaluator score_only train nothing")
-    if resume_dir:
-        _resume_takes_its_config(click.get_current_context(), keys, log_samples)
-    _early_checks(model, preset, config_file, keys, device, checkpoint, evaluator)
+    if given["resume_dir"]:
+        _resume_takes_its_config(click.get_current_context(), keys, given["log_samples"])
+    _early_checks(given["model"], given["preset"], given["config_file"], keys, given["device"], given["checkpoint"],
+                  given["evaluator"])
     try:
-        _eval(model, task, length, size, data, preset, config_file, keys, seed, seeds, device, precision, compile_,
-              out, runs_root, resume_dir, deadline, checkpoint, evaluator, split, logger, log_samples, force,
-              allow_noncausal, quiet, as_json)
+        _eval(_request(given, keys, deadline), given["as_json"])
     except TimeLimitReached as exc:
-        _stopped(exc, as_json)
+        _stopped(exc, given["as_json"])
 
 
 RUN_DEFINING = ("model", "task", "length", "size", "preset", "config_file", "seed", "seeds", "precision", "evaluator",
@@ -244,68 +240,56 @@ def _stopped(exc: Any, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
-def _eval(model: str | None, task: str | None, length: int | None, size: int | None, data: str | None,
-          preset: str, config_file: str | None, keys: dict[str, Any], seed: int, seeds: str | None,
-          device: str | None, precision: str | None, compile_: bool | None, out: str | None, runs_root: str,
-          resume_dir: str | None, deadline: Any, checkpoint: str | None, evaluator: str | None, split: str | None,
-          logger: str | None, log_samples: bool, force: bool, allow_noncausal: bool, quiet: bool,
-          as_json: bool) -> None:
-    from ..harness import evaluation
+def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunRequest:
+    """The command's options as one `RunRequest` (its mode decided by the library); the combinations of options
+    that make no command are usage errors here."""
+    from ..harness.dispatch import choose_mode
+    from ..harness.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
-    if log_samples:
+    checkpoint, evaluator, split = given["checkpoint"], given["evaluator"], given["split"]
+    if given["log_samples"]:
         keys["eval.log_samples"] = "true"
-    if checkpoint and resume_dir:
+    if checkpoint and given["resume_dir"]:
         raise click.UsageError("--checkpoint scores a checkpoint and --resume continues a run: give one of them")
     if checkpoint and evaluator not in (None, "score_only"):
         raise click.UsageError(f"--checkpoint is scored by the score_only evaluator, not {evaluator}")
     scoring = bool(checkpoint) or evaluator == "score_only"
-    if force and scoring:
+    if given["force"] and scoring:
         raise click.UsageError("--force lets a training run past the memory check; scoring runs no such check")
     if split and not scoring:
         raise click.UsageError("--split chooses what --checkpoint / --evaluator score_only scores; training always "
                                "selects on val and scores test")
-    if resume_dir:
-        hw = {k: v for k, v in (("hardware.device", device), ("hardware.compile", compile_), ("data.path", data))
-              if v is not None}
-        result = evaluation.resume(resume_dir, {**keys, **hw}, quiet=quiet, logger=logger, force=force,
-                                   time_limit=deadline)
-        _report([result], as_json)
-        return
-    if checkpoint:
-        from ..harness.scoring import score_checkpoint
+    seeds = () if checkpoint or given["resume_dir"] else tuple(_seeds(given["seeds"]))  # read by runs only
+    mode = choose_mode(given["task"], seeds=seeds, data=given["data"], resume_dir=given["resume_dir"],
+                       checkpoint=checkpoint)
+    settings = RunSettings(preset=given["preset"], config_file=given["config_file"], overrides=keys,
+                           seed=given["seed"], seeds=seeds, allow_noncausal=given["allow_noncausal"],
+                           evaluator=evaluator or "train_eval", split=split)
+    options = RunOptions(device=given["device"], precision=given["precision"], compile=given["compile_"],
+                         data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
+                         logger=given["logger"], force=given["force"], time_limit=deadline)
+    return RunRequest(mode, given["model"], TaskSelector(given["task"], given["length"], given["size"]), settings,
+                      options, resume_dir=given["resume_dir"], checkpoint=checkpoint)
 
-        result = score_checkpoint(checkpoint, split=split or "test", task=task, length=length, size=size, out=out,
-                                  runs_root=runs_root, device=device, overrides=keys, quiet=quiet, data=data,
-                                  model=model)
-        _report([result], as_json, splits=(split or "test",))
-        return
-    from ..harness.suites import is_suite, run_suite
 
-    common = dict(length=length, size=size, config_file=config_file, overrides=keys, seed=seed, device=device,
-                  precision=precision, compile=compile_, runs_root=runs_root, quiet=quiet, logger=logger,
-                  allow_noncausal=allow_noncausal, evaluator=evaluator or "train_eval", split=split,
-                  force=force, time_limit=deadline)
-    model = model or "dlr"
-    seed_list = _seeds(seeds)
-    if not seed_list and ((task and not is_suite(task)) or (data and not task)):  # --data alone: the folder's task
-        result = evaluation.evaluate(model, task, preset, out=out, data=data, **common)
-        _report([result], as_json, splits=(split,) if split else ("val", "test"))
-        return
-    settings = {k: common[k] for k in ("length", "size", "overrides", "seed", "evaluator", "split")}
-    if config_file:
-        settings["config_file"] = open(config_file, "rb").read().decode(errors="replace")
-    if data and not task:
-        from ..data.folder.manifest import load_manifest
+def _eval(request: RunRequest, as_json: bool) -> None:
+    """Run the request (`dispatch.run_request`) and print what it made."""
+    from ..harness.dispatch import run_request
 
-        task = load_manifest(data).task
-    root, results = run_suite(model, task or "atomic", evaluation.evaluate, evaluation.resume, preset=preset,
-                              out=out, settings=settings, seeds=seed_list, report=None if as_json else (lambda r: _report([r], False)),
-                              data=data, **common)
-    from ..harness.compare import build_table, load_runs, render_text
+    outcome = run_request(request, None if as_json or request.mode != "suite" else (lambda r: _report([r], False)))
+    split = request.settings.split
+    if request.mode == "checkpoint":
+        _report(outcome.results, as_json, splits=(split or "test",))
+    elif request.mode == "single":
+        _report(outcome.results, as_json, splits=(split,) if split else ("val", "test"))
+    elif request.mode == "resume":
+        _report(outcome.results, as_json)
+    else:
+        from ..harness.compare import build_table, load_runs, render_text
 
-    table = build_table(load_runs([r.run_dir for r in results]))
-    emit({"suite": str(root), "runs": [str(r.run_dir) for r in results], "table": table}, as_json,
-          "\n" + render_text(table))
+        table = build_table(load_runs([r.run_dir for r in outcome.results]))
+        emit({"suite": str(outcome.suite), "runs": [str(r.run_dir) for r in outcome.results], "table": table},
+             as_json, "\n" + render_text(table))
 
 
 def _seeds(text: str | None) -> list[int]:

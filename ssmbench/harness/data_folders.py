@@ -105,8 +105,8 @@ def find_folder(task: str, config: Mapping[str, Any], root: Path) -> Path | None
             m = json.loads(manifest_path.read_text())
             if m.get("task") != task or str(m.get("task_version")) != version:
                 continue
-            if _full_config(task, m["config"]) != dict(config):
-                continue
+            if m["config"] != dict(config) and _full_config(task, m["config"]) != dict(config):
+                continue  # (a manifest holds its full config: equal as stored, it needs no resolving)
             found.append((-int(m["splits"]["train"]["num_samples"]), manifest_path.parent.name,
                           manifest_path.parent))
         except (OSError, ValueError, KeyError, TypeError, ConfigError):
@@ -116,7 +116,8 @@ def find_folder(task: str, config: Mapping[str, Any], root: Path) -> Path | None
 
 def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any], n_hint: int | None = None) -> Any:
     """`cfg` (a RunConfig of a folder-backed task) with its folder settled: data.path, data.dataset_id and the
-    folder's task config. `explicit`: task keys the user asked for (checked against the folder)."""
+    folder's task config. `explicit`: the task keys the user asked for, at their resolved values (a folder holding
+    other values is refused)."""
     from ..data.folder.checks import check_folder
     from ..data.folder.locations import data_root
     from ..data.folder.manifest import load_manifest
@@ -139,15 +140,16 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
     manifest = load_manifest(path)
     for split in ("train", "val", "test"):
         check_folder(path, manifest, split, expect_task=task)
-    folder_config = _full_config(task, manifest.config)
+    # a folder found by its config holds the resolved one; a folder given is read (once) and compared
+    folder_config = dict(cfg.task_config) if data is None else _full_config(task, manifest.config)
     for key, want in explicit.items():
-        want = _full_config(task, {key: want}).get(key, want)
         if folder_config.get(key) != want:
             raise DatasetError(f"--data {path} holds {task} with {key} = {folder_config.get(key)!r}, not {want!r}",
                                f"pass a folder built with {key} = {want!r} "
                                f"(`{generate_command(task, dict(explicit), n_hint)}`), or drop the "
                                "option to train on this folder's data")
-    _warn_if_not_comparable(cfg, path, folder_config)
+    if cfg.preset.startswith("dlr_paper/"):
+        _warn_if_not_comparable(cfg, path, folder_config)
     held = {s: int(manifest.splits[s].num_samples or 0) for s in ("val", "test")}
     asked = {"val": cfg.eval.val_samples, "test": cfg.eval.test_samples}
     check_metric_batches(cfg.eval.metric_batch_size, {s: (min(asked[s], held[s]), f"all {held[s]} of {path}")
@@ -162,8 +164,6 @@ def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, An
     from ..registry import get_task
     from ..task_config import from_plain, to_plain
 
-    if not cfg.preset.startswith("dlr_paper/"):
-        return
     task = get_task(cfg.task)
     paper = to_plain(task.policy.paper_config(from_plain(task, folder_config)))
     if dict(folder_config) != paper:

@@ -1,6 +1,8 @@
 """`ssmbench.evaluate`: resolve a run config, run an evaluator (train then score, by default) in a run folder.
 
-    RunConfig.resolve (task config -> preset -> --config FILE -> -o keys -> validate)
+    a RunRequest (`run_request`: what `ssmbench eval` asks for; `evaluate` builds one from its arguments)
+    -> the resolver, `resolver.resolve_request` (task config -> preset -> --config FILE -> -o keys -> dataset
+       folder -> validate; `RunConfig.from_request` from outside)
     -> the evaluator (`--evaluator`, registry `ssmbench.evaluators`: `train_eval` or `score_only`)
     -> train_and_score: threads, model built once (`trainer.setup`), its facts (probe, causality check), the run
        folder (only now: a refused model leaves nothing behind), the training loop, metrics.json, learning curves.
@@ -42,12 +44,15 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SsmbenchError
 from . import time_limit as TL
 from .run_config import RunConfig
 from .run_folder import RunFolder, default_run_dir, load_checkpoint, run_lock
+
+if TYPE_CHECKING:
+    from .run_request import RunRequest
 
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
                   "hardware.threads", "train.time_limit")
@@ -81,38 +86,49 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
     split `score_only` scores; `force` trains even when the memory estimate exceeds the device's free memory.
     `time_limit` (or `overrides={"train.time_limit": ...}`): stop before it, resumable (`TimeLimitReached`).
     """
-    if task is None and config is None and data is not None:  # the folder names its task
+    from .run_request import RunOptions, RunRequest, RunSettings, TaskSelector
+
+    settings = RunSettings(preset=preset, config_file=config_file, overrides=dict(overrides or {}), seed=seed,
+                           allow_noncausal=allow_noncausal, evaluator=evaluator, split=split)
+    options = RunOptions(device=device, precision=precision, compile=compile, data=data, out=out,
+                         runs_root=runs_root, quiet=quiet, logger=logger, force=force, time_limit=time_limit)
+    return evaluate_request(RunRequest(mode="single", model=model, selector=TaskSelector(task, length, size),
+                                       settings=settings, options=options, config=config))
+
+
+def evaluate_request(request: RunRequest) -> EvalResult:
+    """The single run `request` asks for: its config resolved (`resolver.resolve_request`), then its evaluator run.
+    Without a task, a `--data` folder names its own."""
+    from .resolver import resolve_request
+
+    o = request.options
+    if request.selector.task is None and request.config is None and o.data is not None:
         from ..data.folder.manifest import load_manifest
 
-        task = load_manifest(data).task
-    if task is None and config is None:
+        selector = dataclasses.replace(request.selector, task=load_manifest(o.data).task)
+        request = dataclasses.replace(request, selector=selector)
+    if request.selector.task is None and request.config is None:
         raise ConfigError("--task", "evaluate() needs a task; `ssmbench.harness.suites.run_suite` runs a group "
                                     "(`ssmbench eval --task atomic`)")
-    hardware = {f"hardware.{k}": v for k, v in (("device", device), ("precision", precision),
-                                                 ("compile", compile)) if v is not None}
-    if config is None:
-        config = RunConfig.resolve(model, task, preset, length=length, size=size,  # type: ignore[arg-type]
-                                   config_file=config_file, overrides={**(overrides or {}), **hardware},
-                                   seed=seed, allow_noncausal=allow_noncausal, data=data)
-    else:
-        config = config.with_overrides(hardware).validate()
-    deadline = _deadline(time_limit, config)
+    config = resolve_request(request, RunConfig)
+    evaluator = request.settings.evaluator
+    deadline = _deadline(o.time_limit, config.train.time_limit)
     if deadline is not None and evaluator != "train_eval":
         raise ConfigError("--time-limit", f"applies to training runs, not to the {evaluator} evaluator")
     from ..registry import evaluators
 
-    options: dict[str, Any] = {"split": split} if split else {}
-    if force:
+    options: dict[str, Any] = {"split": request.settings.split} if request.settings.split else {}
+    if o.force:
         options["force"] = True
     with TL.scope(deadline):
-        return evaluators.get(evaluator)().run(config, out=out, runs_root=runs_root, quiet=quiet, logger=logger,
-                                               **options)
+        return evaluators.get(evaluator)().run(config, out=o.out, runs_root=o.runs_root, quiet=o.quiet,
+                                               logger=o.logger, **options)
 
 
-def _deadline(time_limit: TL.Deadline | float | str | None, config: RunConfig) -> TL.Deadline | None:
-    """`time_limit` as a Deadline, else `config.train.time_limit` counted from now (from the process start under the
-    CLI), else None."""
-    return TL.as_deadline(time_limit if time_limit is not None else config.train.time_limit)
+def _deadline(time_limit: TL.Deadline | float | str | None, configured: float | None) -> TL.Deadline | None:
+    """`time_limit` as a Deadline, else the config's `train.time_limit` (`configured`) counted from now (from the
+    process start under the CLI), else None."""
+    return TL.as_deadline(time_limit if time_limit is not None else configured)
 
 
 def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quiet: bool = False,
@@ -143,7 +159,7 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
         if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
             overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
         config = _relocate_data(config.with_overrides(overrides), explicit="data.path" in overrides).validate()
-        deadline = _deadline(time_limit, config)
+        deadline = _deadline(time_limit, config.train.time_limit)
         if run.finished and config.train.steps <= old_steps:
             raise ConfigError("--resume", f"{run.path} has already finished ({old_steps} steps)",
                               "pass -o train.steps=N with a larger N to extend it, or start a new run")

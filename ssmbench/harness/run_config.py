@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import config_sha256, parse_value
 from ..errors import ConfigError
 from ..plain import did_you_mean
+
+if TYPE_CHECKING:
+    from ..api import Spec, TaskConfig
+    from .run_request import RunRequest
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ class RunConfig:
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> RunConfig:
         """A new config with `-o`-style keys applied; unknown sections or keys are ConfigErrors with a did-you-mean."""
-        sections = {name: {} for name in SECTIONS}
+        sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         model = dict(self.model_overrides)
         task_keys: dict[str, Any] = {}
         for key, value in overrides.items():
@@ -174,43 +178,23 @@ class RunConfig:
         preset -> `--config FILE` -> `-o` overrides; `${T}` in a preset becomes the task's input length.
 
         Folder tasks (`policy.training_data == "folder"`) also settle their dataset folder (`data`, else `data.path`,
-        else a matching folder under the data root) and take the folder's task config (`data_folders`).
+        else a matching folder under the data root) and take the folder's task config (`data_folders`): the
+        config `from_request` resolves from a request of these arguments.
         """
-        from ..config import load_config_file
-        from ..registry import get_task
-        from ..task_config import resolve as resolve_task
-        from ..task_config import to_plain
-        from .data_folders import attach_folder, folder_size
-        from .presets import resolve_preset
+        from .run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
-        t = get_task(task)  # unknown task: did-you-mean, before anything else
-        user: dict[str, Any] = dict(load_config_file(config_file)) if config_file else {}
-        user.update(overrides or {})
-        data = data if data is not None else user.get("data.path")
-        folder_task = t.policy.reads_folder
-        if data is not None and not folder_task:
-            raise ConfigError("--data", f"{task} draws fresh samples every step and takes no dataset folder",
-                              "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")
-        explicit = _task_keys(user)
-        if data is not None and size is None and "size" not in explicit and t.preset_option == "size":
-            size = folder_size(data)  # the folder's size picks the paper preset's family
-        selector = {k: v for k, v in (("length", length), ("size", size)) if v is not None}
-        asked, _ = resolve_task(t, explicit, **selector)
-        p = resolve_preset(preset, t, model, asked, length=length, size=size)
-        keys = _for_model(model, p.keys)
-        keys.update(user)
-        task_keys = _task_keys(keys)
-        task_keys.update({{"length": "L", "size": "size"}[k]: v for k, v in selector.items()})
-        kwargs = {"preset": p.dataset.get("preset")} if t.preset_option == "preset" else {}
-        task_config, _ = resolve_task(t, task_keys, **kwargs)
-        cfg = cls(task=t.name, task_config=to_plain(task_config), model=model, seed=seed, preset=p.name,
-                  allow_noncausal=allow_noncausal)
-        T = t.spec(task_config).seq_len
-        cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in keys.items() if not _is_task_key(k)})
-        if folder_task:
-            pinned = {**explicit, **{k: v for k, v in (("L", length), ("size", size)) if v is not None}}
-            cfg = attach_folder(cfg, data, pinned, p.dataset.get("n"))
-        return cfg.validate()
+        settings = RunSettings(preset=preset, config_file=config_file, overrides=dict(overrides or {}), seed=seed,
+                               allow_noncausal=allow_noncausal)
+        return cls.from_request(RunRequest(mode="single", model=model, selector=TaskSelector(task, length, size),
+                                           settings=settings, options=RunOptions(data=data)))
+
+    @classmethod
+    def from_request(cls, request: RunRequest) -> RunConfig:
+        """The validated config of a single run's request (`run_request.RunRequest`, what `ssmbench eval` builds
+        from its options): the one resolver, `resolver.resolve_request`."""
+        from .resolver import resolve_request
+
+        return resolve_request(request, cls)
 
     def validate(self) -> RunConfig:
         """Refuse values no run can use (a ConfigError naming the key); returns self. Every entry point calls it:
@@ -235,7 +219,7 @@ class RunConfig:
             parse_duration(t.time_limit, "train.time_limit")  # > 0 and finite
         return self
 
-    def _check_bounds(self, keys: Any) -> None:
+    def _check_bounds(self, keys: Collection[str]) -> None:
         """The checks of `validate` that look at one key each (`LOWER_BOUNDS`, the learning rate, gradient clipping,
         precision), for `keys` only."""
         t = self.train
@@ -253,13 +237,13 @@ class RunConfig:
         if "hardware.precision" in keys and self.hardware.precision not in ("fp32", "bf16", "fp16"):
             raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
 
-    def task_object(self) -> Any:
+    def task_object(self) -> TaskConfig:
         """The task's frozen config instance."""
         from ..task_config import from_plain
 
         return from_plain(self.task, self.task_config)
 
-    def spec(self) -> Any:
+    def spec(self) -> Spec:
         """The task's Spec at this config (what the model is built for)."""
         from ..registry import get_task
 
@@ -309,7 +293,7 @@ def check_keys(keys: Mapping[str, Any]) -> None:
 
 def _replace_section(section: Any, name: str, values: Mapping[str, Any]) -> Any:
     names = [f.name for f in dataclasses.fields(section)]
-    parsed = {}
+    parsed: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in names:
             hint = did_you_mean(key, names, f"'{name}." + "{}'") or f"; known: {', '.join(names)}"
@@ -337,25 +321,3 @@ def _task_config(task_name: str, current: Mapping[str, Any], changes: Mapping[st
     except ConfigError as exc:
         field = exc.field if exc.field.startswith("task.") or exc.field.startswith("--") else f"task.{exc.field}"
         raise ConfigError(field, exc.message.split(": ", 1)[-1], exc.hint) from None
-
-
-def _is_task_key(key: str) -> bool:
-    return key.startswith("task.") or "." not in key
-
-
-def _task_keys(keys: Mapping[str, Any]) -> dict[str, Any]:
-    return {k.removeprefix("task."): v for k, v in keys.items() if _is_task_key(k)}
-
-
-def _for_model(model: str, keys: Mapping[str, Any]) -> dict[str, Any]:
-    """A preset's keys minus the `model.*` keys a user's factory does not take (it builds its own backbone)."""
-    import inspect
-
-    from .models import is_mixer
-    from .models import resolve as resolve_model
-
-    obj, _ = resolve_model(model)
-    if is_mixer(obj):
-        return dict(keys)
-    accepted = set(list(inspect.signature(obj).parameters)[1:])
-    return {k: v for k, v in keys.items() if not k.startswith("model.") or k.removeprefix("model.") in accepted}
