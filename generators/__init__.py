@@ -34,4 +34,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
                        "Say whether the two circles sit on the two ends of one dashed path (1) or not (0): LRA Pathfinder / Path-X"),
     "listops": ("ssmbench.generators.listops:ListOps",
                 "Compute the value of a ListOps expression, labelled at the root's closing bracket (LRA ListOps)"),
+    "mqar": ("ssmbench.generators.mqar:Mqar",
+             "Recall the value bound to each queried key: Zoology's multi-query associative recall (MQAR)"),
+    "induction_heads": ("ssmbench.generators.induction_heads:InductionHeads",
+                        "Recall the token that followed the special token's first occurrence (Mamba's induction heads)"),
 }

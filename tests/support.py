@@ -43,6 +43,8 @@ TINY: dict[str, dict] = {
     "pathfinder": {"size": 32, "seed_distance": 6, "marker_radius": 1.5, "contour_length": 4, "dash_length": 4.0,
                    "dash_thickness": 1.5, "margin_list": (1,), "distractor_length": 2, "num_distractors": 2},
     "pathfinder_lra": {"contour_length": 6, "distractor_length": 2, "num_distractors": 3},
+    "mqar": {"L": 64, "num_kv_pairs": 8, "vocab_size": 128, "random_non_queries": True},
+    "induction_heads": {"L": 64},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]
