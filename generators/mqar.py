@@ -158,6 +158,10 @@ class Mqar(Task[MqarConfig]):
     hf_task_category: ClassVar[str] = "token-classification"
     groups: ClassVar[Mapping[str, int]] = {"zoology": 0}
 
+    def paper_family(self, config: MqarConfig) -> str:
+        """Zoology's Figure 2 rows per sequence length: `zoology_paper/mqar<L>/<model>`."""
+        return f"mqar{config.L}"
+
     def spec(self, config: MqarConfig) -> Spec:
         filler = "uniform random ids" if config.random_non_queries else "0"
         return token_spec(
