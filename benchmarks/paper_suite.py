@@ -45,6 +45,10 @@ PAPER: dict[str, list[str]] = {
 }
 COVERAGE = {f"pathfinder-{s}": ["generate", "pathfinder", "--size", str(s)] for s in (128, 256, 512)}
 """The same Pathfinder images under the default (coverage) label rule: catalogue entries, not part of the timed suite."""
+ZOOLOGY = {**{f"mqar-{L}": ["generate", "mqar", "--preset", str(L)] for L in (64, 128, 256, 512)},
+           "induction_heads-256": ["generate", "induction_heads", "--length", "256"]}
+"""The `zoology` group at its papers' settings (Zoology Figure 2; Mamba's training length): catalogue entries, not
+part of the timed suite (`--only mqar-256,...`)."""
 REDUCED = {"shift-4096-ci": ["generate", "shift", "--length", "4096", "--n", "200"]}
 """A reduced-n twin of shift-4096 (same config, first samples of each split): rebuilt by the tests in seconds."""
 DESCRIPTIONS = {
@@ -54,6 +58,9 @@ DESCRIPTIONS = {
        "masks of the paper's Table 3)" for s in (128, 256, 512)},
     **{f"pathfinder-{s}": f"Pathfinder-Segmentation {s}x{s}, 100,000 images, coverage label rule (ssmbench's "
        "default; the same images as pathfinder-{s}-reference)".replace("{s}", str(s)) for s in (128, 256, 512)},
+    **{f"mqar-{L}": f"MQAR (Zoology Figure 2: L = {L}, {k} pairs, 8,192 ids), 100,000 samples"
+       for L, k in ((64, 4), (128, 8), (256, 16), (512, 64))},
+    "induction_heads-256": "induction heads (Mamba 4.1.1: L = 256, 16 ids), 16,000 samples",
     "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "
                      "every machine"}
 GOAL_S = 30 * 60
@@ -228,7 +235,7 @@ def table(rows: list[dict], fixed: dict | None) -> str:
                 f"{s['cpu'] / 60:.1f} min CPU | {s['cores'] / 60:.1f} min on 2 dedicated cores (CPU / workers) | | "
                 f"{s['disk'] / 2**30:.1f} GiB |")
 
-    order = {name: i for i, name in enumerate([*PAPER, *COVERAGE, *REDUCED])}
+    order = {name: i for i, name in enumerate([*PAPER, *COVERAGE, *ZOOLOGY, *REDUCED])}
     rows = sorted(rows, key=lambda r: order.get(r["name"], len(order)))
     suite = [r for r in rows if r["name"] in PAPER and "verify" in r]
     lines = ["| dataset | samples | build wall | build CPU | verify --deep wall / CPU | peak RSS (tree / process) "
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.root is None:
         ap.error("--root is required")
     names = args.only.split(",") if args.only else [n for n in PAPER if args.atomic or n.split("-")[0] not in ATOMIC]
-    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **REDUCED}]
+    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **ZOOLOGY, **REDUCED}]
     if unknown:
         ap.error(f"unknown dataset(s) {unknown}; the suite is {', '.join(PAPER)}")
     args.root.mkdir(parents=True, exist_ok=True)
@@ -294,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.results.write_text(json.dumps(data, indent=1) + "\n")
             names = []
         for name in names:
-            row = run_one(name, {**PAPER, **COVERAGE, **REDUCED}[name], args, log)
+            row = run_one(name, {**PAPER, **COVERAGE, **ZOOLOGY, **REDUCED}[name], args, log)
             data["rows"] = [r for r in data["rows"] if r["name"] != name] + [row]
             args.results.write_text(json.dumps(data, indent=1) + "\n")
             print(f"{name}: build {row['build']['wall_s']:.0f} s wall, {row['build']['cpu_s']:.0f} s CPU"

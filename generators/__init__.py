@@ -49,4 +49,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
                         "autoencoder task)"),
     "mad_memorization": ("ssmbench.generators.mad_memorization:MadMemorization",
                          "MAD memorization: recall the value of each key from one fixed map shared by every sample"),
+    "mqar": ("ssmbench.generators.mqar:Mqar",
+             "Recall the value bound to each queried key: Zoology's multi-query associative recall (MQAR)"),
+    "induction_heads": ("ssmbench.generators.induction_heads:InductionHeads",
+                        "Recall the token that followed the special token's first occurrence (Mamba's induction heads)"),
 }

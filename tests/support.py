@@ -46,6 +46,8 @@ TINY: dict[str, dict] = {
     "mad_in_context_recall": {"seq_len": 32}, "mad_noisy_recall": {"seq_len": 32},
     "mad_fuzzy_recall": {"seq_len": 48}, "mad_selective_copying": {"seq_len": 40, "num_tokens_to_copy": 8},
     "mad_compression": {"seq_len": 16}, "mad_memorization": {"seq_len": 16, "vocab_size": 64},
+    "mqar": {"L": 64, "num_kv_pairs": 8, "vocab_size": 128, "random_non_queries": True},
+    "induction_heads": {"L": 64},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]

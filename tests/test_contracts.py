@@ -97,6 +97,9 @@ def test_a_wrong_value_is_reported_under_its_own_field(task_name):
     ("listops", {"min_length": 200, "max_length": 100}, "min_length"),
     ("listops_subtrees", {"pad_to": 64}, "pad_to"),
     ("pathfinder", {"size": 32, "seed_distance": 8}, "seed_distance"),
+    ("mqar", {"L": 24, "num_kv_pairs": 8}, "num_kv_pairs"),
+    ("mqar", {"L": 63}, "L"),
+    ("mqar", {"vocab_size": 16, "num_kv_pairs": 8}, "vocab_size"),
 ])
 def test_cross_field_errors_name_the_field_to_change(task_name, changes, field):
     with pytest.raises(ConfigError) as err:

@@ -46,6 +46,10 @@ BATCH_VAR_FLOOR = 1e-5
 """Floor of the per-batch target variance in the paper's R²_b."""
 BATCH_COUNT_FLOOR = 1e-4
 """Floor of the per-batch count of labelled positions in the paper's acc_b."""
+DENSE_CONFUSION_MAX = 256
+"""Up to this many classes the classification state keeps a confusion matrix per virtual batch (reported as
+`confusion`); above it (vocabulary-sized outputs such as MQAR's 8,192 ids, where the matrices would take 0.5 GB
+each) it keeps per-class true-positive, truth and prediction counts, which give every other metric."""
 VAR_REL_TOL = 1e-10
 """VAR <= VAR_REL_TOL * mean(y²) counts as a constant target (up to float64 rounding of the sums): exact R² is then
 scikit-learn's value (`r2_score`, force_finite): 1.0 for a perfect prediction, else 0.0."""
@@ -176,7 +180,7 @@ class ClassificationMetrics(_VirtualBatchState):
 
     compute() keys: `accuracy` (trace / sum), `macro_f1` (mean F1 over classes in truth ∪ predictions),
     `macro_accuracy` (mean recall over classes in truth), `f1_per_class` / `recall_per_class` (NaN where undefined),
-    `confusion` (rows true, columns predicted), `n` (labelled positions), `n_samples`, `n_batches_batchavg`, then
+    `confusion` (rows true, columns predicted; only up to `DENSE_CONFUSION_MAX` classes), `n` (labelled positions), `n_samples`, `n_batches_batchavg`, then
     `accuracy_batchavg` (token) or `macro_f1_batchavg` and `macro_accuracy_batchavg` (segmentation), and
     `breakdowns` ({field: {bucket: {"correct", "total", "accuracy"}}}, non-empty buckets only) when asked for.
     All ratios are NaN when nothing was counted.
@@ -191,10 +195,15 @@ class ClassificationMetrics(_VirtualBatchState):
         self.num_classes, self.kind, self.ignore_index = int(num_classes), kind, int(ignore_index)
         self.breakdowns = dict(breakdowns or {})
         c = self.num_classes
-        self._confusion = torch.zeros(self.n_slots, c, c, dtype=torch.int64)  # (K, C, C) per virtual batch
+        self.dense = c <= DENSE_CONFUSION_MAX
+        if self.dense:
+            self._confusion = torch.zeros(self.n_slots, c, c, dtype=torch.int64)  # (K, C, C) per virtual batch
+        else:
+            self._counts = torch.zeros(self.n_slots, 3, c, dtype=torch.int64)  # (K, 3, C): TP, truth, predicted
         for name, size in self.breakdowns.items():
             setattr(self, f"_bd_{name}", torch.zeros(size, 2, dtype=torch.int64))  # (size, 2): correct, total
-        self._names = ("_samples", "_confusion", *(f"_bd_{name}" for name in self.breakdowns))
+        self._names = ("_samples", "_confusion" if self.dense else "_counts",
+                       *(f"_bd_{name}" for name in self.breakdowns))
 
     def update(self, logits_or_pred: Tensor, target: Tensor, sample_index: Tensor,
                extra: dict[str, Tensor] | None = None) -> None:
@@ -218,9 +227,14 @@ class ClassificationMetrics(_VirtualBatchState):
         if bool(out_of_range.any()):
             raise ValueError(f"targets / predictions outside [0, {c}) (ignore_index is {self.ignore_index})")
         t, pred = torch.where(labelled, t, 0), torch.where(labelled, pred, 0)
-        flat = (slots[:, None] * c + t) * c + pred  # (B, P) index into the (K, C, C) confusion
-        self._confusion.view(-1).scatter_add_(0, flat.reshape(-1), labelled.reshape(-1).long())
         correct = (labelled & (t == pred)).long()  # (B, P)
+        if self.dense:
+            flat = (slots[:, None] * c + t) * c + pred  # (B, P) index into the (K, C, C) confusion
+            self._confusion.view(-1).scatter_add_(0, flat.reshape(-1), labelled.reshape(-1).long())
+        else:
+            base = slots[:, None] * (3 * c)  # (B, 1) offset of each sample's virtual batch in the (K, 3, C) counts
+            for row, (cls, weight) in enumerate(((t, correct), (t, labelled.long()), (pred, labelled.long()))):
+                self._counts.view(-1).scatter_add_(0, (base + row * c + cls).reshape(-1), weight.reshape(-1))
         for name, size in self.breakdowns.items():
             if extra is None or name not in extra:
                 raise ValueError(f"breakdown field {name!r} missing from `extra`")
@@ -234,18 +248,21 @@ class ClassificationMetrics(_VirtualBatchState):
             table[:, 1].index_add_(0, v, use.long().reshape(-1))
 
     def compute(self) -> dict:
-        conf = self._confusion.cpu()  # (K, C, C)
-        total = conf.sum(0)  # (C, C)
-        tp, truth, predicted = total.diagonal(), total.sum(1), total.sum(0)  # (C,) each
+        if self.dense:
+            conf = self._confusion.cpu()  # (K, C, C)
+            counts = torch.stack([conf.diagonal(dim1=1, dim2=2), conf.sum(2), conf.sum(1)], dim=1)  # (K, 3, C)
+        else:
+            counts = self._counts.cpu()
+        tp, truth, predicted = counts.sum(0)  # (C,) each
         f1 = 2 * tp / (truth + predicted).to(torch.float64)  # NaN where the class is in neither
         recall = tp / truth.to(torch.float64)  # NaN where the class is absent from truth
-        n = int(total.sum())
+        n = int(truth.sum())
         out: dict = {"accuracy": int(tp.sum()) / n if n else math.nan,
                      "macro_f1": _nanmean(f1), "macro_accuracy": _nanmean(recall),
                      "f1_per_class": f1.tolist(), "recall_per_class": recall.tolist(),
-                     "confusion": total.tolist(), "n": n, **self._summary()}
-        b = conf[: self.n_full][self._complete()].to(torch.float64)  # (K', C, C) complete virtual batches
-        tp_b, truth_b, pred_b = b.diagonal(dim1=1, dim2=2), b.sum(2), b.sum(1)  # (K', C) each
+                     **({"confusion": conf.sum(0).tolist()} if self.dense else {}), "n": n, **self._summary()}
+        b = counts[: self.n_full][self._complete()].to(torch.float64)  # (K', 3, C) complete virtual batches
+        tp_b, truth_b, pred_b = b.unbind(1)  # (K', C) each
         if self.kind == "token":
             n_b = truth_b.sum(1)
             acc_b = 1.0 - (n_b - tp_b.sum(1)) / n_b.clamp_min(BATCH_COUNT_FLOOR)

@@ -393,3 +393,35 @@ def test_states_accumulate_on_cuda_like_on_cpu():
     c_cpu.update(logits, t, torch.arange(20))
     c_gpu.update(logits.cuda(), t.cuda(), torch.arange(20).cuda())
     assert c_gpu.compute()["confusion"] == c_cpu.compute()["confusion"]
+
+
+@pytest.mark.parametrize("kind", ["token", "segmentation"])
+def test_vocabulary_sized_outputs_keep_counts_not_a_confusion_matrix(kind, monkeypatch):
+    """Above DENSE_CONFUSION_MAX classes (MQAR's 8,192 ids) the state is (K, 3, C) counts; every metric but
+    `confusion` equals the dense state's on the same batches, and the state stays summable across ranks."""
+    c = metrics.DENSE_CONFUSION_MAX + 44
+    gen = torch.Generator().manual_seed(0)
+    batches = []
+    for start in range(0, 12, 4):
+        target = torch.randint(0, 12, (4, 9), generator=gen)  # a few classes, so predictions often hit them
+        target[torch.rand(4, 9, generator=gen) < 0.3] = -100
+        logits = torch.randn(4, 9, c, generator=gen)
+        logits[..., :12] += 2.0
+        batches.append((logits, target, torch.arange(start, start + 4)))
+
+    def run() -> tuple[ClassificationMetrics, dict]:
+        m = ClassificationMetrics(c, metric_batch_size=4, num_samples=12, kind=kind)
+        for logits, target, index in batches:
+            m.update(logits, target, index)
+        return m, m.compute()
+
+    compact, got = run()
+    assert not compact.dense and "confusion" not in got
+    assert [t.shape for t in compact.state_tensors()] == [(3,), (3, 3, c)]
+    monkeypatch.setattr(metrics, "DENSE_CONFUSION_MAX", c)
+    dense, want = run()
+    assert dense.dense and len(want.pop("confusion")) == c
+    assert got.keys() == want.keys()
+    for key in got:
+        np.testing.assert_array_equal(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64), key)
+    assert 0.0 < got["accuracy"] < 1.0

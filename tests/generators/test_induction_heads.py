@@ -1,0 +1,67 @@
+"""Induction heads (data_cards/induction_heads.md): the Numba kernel against a slow pure-Python reference, the
+distributions of the special position and the tokens, and the oracle's checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import recall_oracle as ref  # tests/generators is on pytest's pythonpath
+from ssmbench.errors import VerificationError
+from ssmbench.generators.induction_heads import InductionHeads, InductionHeadsConfig
+from ssmbench.seeding import keys_for
+
+TASK = InductionHeads()
+
+
+def draw(config: InductionHeadsConfig, n: int) -> dict[str, np.ndarray]:
+    return TASK.generate(config, keys_for(TASK.name, TASK.version, config.to_dict(), 0, "train", 0, n))
+
+
+@pytest.mark.parametrize("config", [InductionHeadsConfig(L=64), InductionHeadsConfig(L=4, vocab_size=3),
+                                    InductionHeadsConfig(L=300, vocab_size=200)])
+def test_kernel_matches_the_slow_reference_byte_for_byte(config):
+    keys = keys_for(TASK.name, TASK.version, config.to_dict(), 0, "val", 0, 10)
+    out = TASK.generate(config, keys)
+    rows = [ref.induction_sample(int(k), config.L, config.vocab_size) for k in keys]
+    inputs, targets, special = ref.as_arrays(rows, ("uint8", "int16", "int32"))
+    np.testing.assert_array_equal(out["inputs"], inputs)
+    np.testing.assert_array_equal(out["targets"], targets)
+    np.testing.assert_array_equal(out["special_position"], special)
+
+
+def test_special_position_answer_and_tokens_are_uniform():
+    config = InductionHeadsConfig(L=32)
+    block = draw(config, 6000)
+    s = block["special_position"].astype(np.int64)
+    assert stats.chisquare(np.bincount(s, minlength=30)).pvalue > 1e-3 and s.max() <= 29  # [0, L-3]
+    answers = block["targets"][:, -1]
+    assert stats.chisquare(np.bincount(answers, minlength=15)).pvalue > 1e-3 and answers.max() <= 14
+    assert ((block["targets"][:, :-1] == -100).all())
+    x = block["inputs"]
+    assert ((x == 15).sum(axis=1) == 2).all() and (x[:, -1] == 15).all()
+    ordinary = x[x != 15].astype(np.int64)
+    assert stats.chisquare(np.bincount(ordinary, minlength=15)).pvalue > 1e-3
+
+
+def test_oracle_finds_the_answer_and_refuses_a_third_special_token():
+    config = InductionHeadsConfig(L=64)
+    block = draw(config, 2)
+    row = {k: v[0].copy() for k, v in block.items()}
+    got = TASK.oracle(config, row)
+    np.testing.assert_array_equal(got["targets"], row["targets"])
+    assert int(got["special_position"]) == int(row["special_position"])
+    s = int(row["special_position"])
+    swapped = dict(row, inputs=row["inputs"].copy())
+    swapped["inputs"][s + 1] = (int(swapped["inputs"][s + 1]) + 1) % 15
+    assert TASK.oracle(config, swapped)["targets"][-1] != row["targets"][-1]
+    extra = dict(row, inputs=row["inputs"].copy())
+    extra["inputs"][(s + 5) % 60] = 15
+    with pytest.raises(VerificationError):
+        TASK.oracle(config, extra)
+
+
+def test_presets_cover_the_paper_lengths():
+    assert sorted(int(k) for k in TASK.presets) == [2**e for e in range(6, 21)]
+    assert TASK.default_preset == "256" and TASK.presets["256"].vocab_size == 16
