@@ -35,6 +35,7 @@ Examples:
   ssmbench eval --model mypkg.mixers:MyMixer --task cumsum
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --split test
   ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --length 1024   # length generalisation
+  ssmbench eval --checkpoint runs/RUN/checkpoints/best.pt --lengths 256,1024,4096   # one table + plot
   ssmbench eval --evaluator score_only --model dlr --task cumsum   # the untrained model's scores
   ssmbench eval --resume runs/RUN [-o train.steps=4000]
   ssmbench eval --model dlr --task table1 --preset paper --time-limit 3h50m   # re-run the same command to go on
@@ -90,6 +91,8 @@ shards or a finished run's files); 75 stopped at --time-limit
               "(90s, 45m, 4h, 1h30m, 1:30:00 or seconds) counted from the command's start: last.pt saved, exit 75, "
               "continue with --resume (a suite: the same command) [-o train.time_limit].")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), help="Only score this checkpoint (score_only).")
+@click.option("--lengths", metavar="L1,L2,...", help="With --checkpoint: score it at each length and write one "
+              "table and plot of the score against length (lengths.md, lengths.png in --out).")
 @click.option("--evaluator", default=None, help="Protocol: train_eval (default) or score_only "
               "(`ssmbench ls evaluators`).")
 @click.option("--split", default=None, type=click.Choice(["val", "test"]),
@@ -259,6 +262,16 @@ def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunR
     if split and not scoring:
         raise click.UsageError("--split chooses what --checkpoint / --evaluator score_only scores; training always "
                                "selects on val and scores test")
+    lengths: tuple[int, ...] = ()
+    if given["lengths"] is not None:
+        from ..harness.length_sweep import parse_lengths
+
+        if not checkpoint:
+            raise click.UsageError("--lengths scores a trained checkpoint at several lengths: add --checkpoint "
+                                   "RUN/checkpoints/best.pt")
+        if given["length"] is not None or given["size"] is not None:
+            raise click.UsageError("--lengths already names the lengths: drop --length / --size")
+        lengths = tuple(parse_lengths(given["lengths"]))
     seeds = () if checkpoint or given["resume_dir"] else tuple(_seeds(given["seeds"]))  # read by runs only
     mode = choose_mode(given["task"], seeds=seeds, data=given["data"], resume_dir=given["resume_dir"],
                        checkpoint=checkpoint)
@@ -269,7 +282,7 @@ def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunR
                          data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
                          logger=given["logger"], force=given["force"], time_limit=deadline)
     return RunRequest(mode, given["model"], TaskSelector(given["task"], given["length"], given["size"]), settings,
-                      options, resume_dir=given["resume_dir"], checkpoint=checkpoint)
+                      options, resume_dir=given["resume_dir"], checkpoint=checkpoint, lengths=lengths)
 
 
 def _eval(request: RunRequest, as_json: bool) -> None:
@@ -278,7 +291,13 @@ def _eval(request: RunRequest, as_json: bool) -> None:
 
     outcome = run_request(request, None if as_json or request.mode != "suite" else (lambda r: _report([r], False)))
     split = request.settings.split
-    if request.mode == "checkpoint":
+    if outcome.sweep is not None:
+        from ..harness.length_sweep import markdown
+
+        sweep = outcome.sweep
+        emit({"folder": str(sweep.folder), "trained_length": sweep.trained_length, "split": sweep.split,
+              "rows": sweep.rows}, as_json, f"{markdown(sweep)}\n\n{sweep.folder}/lengths.md, lengths.png")
+    elif request.mode == "checkpoint":
         _report(outcome.results, as_json, splits=(split or "test",))
     elif request.mode == "single":
         _report(outcome.results, as_json, splits=(split,) if split else ("val", "test"))

@@ -35,6 +35,7 @@ from .run_request import Mode, RunOptions, RunRequest, RunSettings, TaskSelector
 
 if TYPE_CHECKING:
     from .evaluation import EvalResult
+    from .length_sweep import LengthSweep
     from .time_limit import Deadline
 
 
@@ -44,6 +45,8 @@ class RunOutcome:
 
     results: list[EvalResult]
     suite: Path | None = None
+    sweep: LengthSweep | None = None
+    """checkpoint mode with `lengths`: the sweep's folder, trained length and rows."""
 
 
 def choose_mode(task: str | None, *, seeds: Sequence[int] = (), data: str | Path | None = None,
@@ -95,6 +98,12 @@ def run_request(request: RunRequest, report: Callable[[EvalResult], None] | None
 
         assert request.checkpoint is not None
         sel = request.selector
+        if request.lengths:
+            from .length_sweep import sweep_lengths
+
+            sweep = sweep_lengths(request.checkpoint, request.lengths, s.split or "test", out=o.out,
+                                  runs_root=o.runs_root, device=o.device, overrides=s.overrides, quiet=o.quiet)
+            return RunOutcome([], sweep=sweep)
         return RunOutcome([score_checkpoint(request.checkpoint, split=s.split or "test", task=sel.task,
                                             length=sel.length, size=sel.size, out=o.out, runs_root=o.runs_root,
                                             device=o.device, overrides=s.overrides, quiet=o.quiet, data=o.data,

@@ -17,6 +17,7 @@ Example (a tiny CPU run, then the sweep):
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,7 @@ def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "
                      **{k: scores[k] for k in headline_keys(scores) if isinstance(scores.get(k), int | float)}})
         if not quiet:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in rows[-1].items() if k not in ("L", "run_dir"))
-            print(f"L={length}: {split} {shown}", flush=True)
+            print(f"L={length}: {split} {shown}", file=sys.stderr, flush=True)
     sweep = LengthSweep(folder, trained, split, rows)
     _write(sweep, config, Path(checkpoint))
     return sweep

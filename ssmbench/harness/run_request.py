@@ -96,6 +96,8 @@ class RunRequest:
     resume_dir: str | Path | None = None
     checkpoint: str | Path | None = None
     config: RunConfig | None = None
+    lengths: tuple[int, ...] = ()
+    """checkpoint mode: score at each of these lengths and write one table and plot (`length_sweep`)."""
 
     def member(self, task: str, out: str | Path, seed: int | None,
                time_limit: Deadline | float | str | None = None) -> RunRequest:

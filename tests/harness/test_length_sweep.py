@@ -54,3 +54,40 @@ def test_a_task_without_a_length_is_refused(tmp_path):
     torch.save({"config": {"task": "pathfinder", "model": "dlr", "task_config": {"size": 32}}, "model": {}}, fake)
     with pytest.raises(ConfigError, match="no sequence length"):
         sweep_lengths(fake, [64], out=tmp_path / "s", quiet=True)
+
+
+def _cli(*args: str):
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("ssmbench")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir(),
+                          env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def test_eval_lengths_prints_the_table_and_writes_the_files(trained, tmp_path):
+    ckpt = str(trained.run_dir / "checkpoints" / "best.pt")
+    result = _cli("eval", "--checkpoint", ckpt, "--lengths", "16,32", "--out", str(tmp_path / "cli"), "-q")
+    assert result.returncode == 0, result.stderr
+    assert "| 32 (trained) |" in result.stdout and "| 16 |" in result.stdout
+    saved = json.loads((tmp_path / "cli" / "lengths.json").read_text())
+    assert [row["L"] for row in saved["rows"]] == [16, 32]
+    assert saved["rows"][1]["r2"] == pytest.approx(trained.metrics["test"]["r2"], abs=1e-12)
+    as_json = _cli("eval", "--checkpoint", ckpt, "--lengths", "64", "--out", str(tmp_path / "j"), "-q", "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["rows"][0]["L"] == 64
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--lengths", "16,32", "--task", "cumsum"], "add --checkpoint"),
+    (["--lengths", "16,x", "CKPT"], "--lengths"),
+    (["--lengths", "16,32", "--length", "64", "CKPT"], "drop --length"),
+])
+def test_eval_lengths_usage_errors_are_one_line(trained, args, fragment):
+    ckpt = str(trained.run_dir / "checkpoints" / "best.pt")
+    args = [a for a in args if a != "CKPT"] + (["--checkpoint", ckpt] if "CKPT" in args else [])
+    result = _cli("eval", *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert fragment in result.stderr
