@@ -138,8 +138,7 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
             raise DatasetError(f"--data {path}: no dataset folder there (no manifest.json)",
                                f"make one with `{generate_command(task, cfg.task_config, n_hint, path.parent)}`")
     manifest = load_manifest(path)
-    for split in ("train", "val", "test"):
-        check_folder(path, manifest, split, expect_task=task)
+    check_folder(path, manifest, ("train", "val", "test"), expect_task=task)
     # a folder found by its config holds the resolved one; a folder given is read (once) and compared
     folder_config = dict(cfg.task_config) if data is None else _full_config(task, manifest.config)
     for key, want in explicit.items():

@@ -9,7 +9,7 @@ verify`). Shards that `ssmbench download --split/--include` left out on purpose 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,10 @@ def regenerate_hint(manifest: Manifest) -> str:
     return "regenerate it with the installed ssmbench: ssmbench " + " ".join(argv)
 
 
-def check_folder(root: Path, manifest: Manifest, split: str, expect_task: str | None = None,
+def check_folder(root: Path, manifest: Manifest, split: str | Sequence[str], expect_task: str | None = None,
                  expect_config: Mapping[str, Any] | None = None) -> None:
-    """Refuse (DatasetError) a folder whose split is missing shards or has shards of the wrong size, or that
-    belongs to another task, configuration or task version. Cheap: `stat` only."""
+    """Refuse (DatasetError) a folder whose split (or any of several splits) is missing shards or has shards of the
+    wrong size, or that belongs to another task, configuration or task version. Cheap: `stat` only."""
     from ...registry import tasks
 
     if manifest.format != FORMAT_VERSION:
@@ -68,11 +68,17 @@ def check_folder(root: Path, manifest: Manifest, split: str, expect_task: str | 
         raise DatasetError(f"{root} was made by {task} version {manifest.task_version}, the installed {task} is "
                            f"version {installed}, so its samples differ from what this code generates",
                            regenerate_hint(manifest))
+    left_out = absent_by_selection(root)
+    for one in [split] if isinstance(split, str) else split:
+        _check_split(root, manifest, one, left_out)
+
+
+def _check_split(root: Path, manifest: Manifest, split: str, left_out: set[str]) -> None:
+    """The shards of one split: present, contiguous, of the manifest's sizes."""
     if split not in manifest.splits:
         raise DatasetError(f"{root} has no split {split!r} (it has {', '.join(manifest.splits)})",
                            "pass one of those as split=")
     info = manifest.splits[split]
-    left_out = absent_by_selection(root)
     start = 0
     for shard in info.shards:
         if shard.sample_start != start:
