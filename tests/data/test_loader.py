@@ -291,3 +291,18 @@ def test_the_readme_loader_snippet_runs_as_written(pathfinder, tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                           env={**env, "PYTHONSAFEPATH": "1"})
     assert done.returncode == 0, done.stderr
+
+
+def test_check_folder_over_several_splits_checks_every_one(tiny_shift, tmp_path):
+    """The harness checks train, val and test in one call: a truncated shard of the last split is refused too."""
+    from ssmbench.data.folder.checks import DamagedDataError, check_folder
+    from ssmbench.data.folder.manifest import load_manifest
+
+    folder = tmp_path / "shift"
+    shutil.copytree(tiny_shift, folder)
+    manifest = load_manifest(folder)
+    check_folder(folder, manifest, ("train", "val", "test"), expect_task="shift")  # intact: no error
+    shard = folder / manifest.splits["test"].shards[-1].path
+    shard.write_bytes(shard.read_bytes()[:-1])
+    with pytest.raises(DamagedDataError, match="truncated or replaced"):
+        check_folder(folder, manifest, ("train", "val", "test"), expect_task="shift")
