@@ -3,15 +3,15 @@
 # suite per (group, model), each ending with its `compare` table, then the length sweep of every induction-heads run.
 # Jobs are claimed with an atomic mkdir, so several copies may share one OUT (one per CPU core); each job runs
 # single-threaded and niced (machines are shared). A model may be a registered name or a plug-in `module:Class`.
-#   GROUPS="zoology mad" benchmarks/quick_recall_suites.sh OUT MODEL [MODEL ...] &
-#   GROUPS="zoology mad" benchmarks/quick_recall_suites.sh OUT MODEL [MODEL ...] &
+#   SUITES="zoology mad" benchmarks/quick_recall_suites.sh OUT MODEL [MODEL ...] &
+#   SUITES="zoology mad" benchmarks/quick_recall_suites.sh OUT MODEL [MODEL ...] &
 # A suite re-run (the same command) skips its finished tasks and resumes an interrupted one; a claim whose job failed
 # stays as OUT/GROUP-NAME.claim: delete it to run that job again.
 set -euo pipefail
 out="${1:?usage: quick_recall_suites.sh OUT MODEL [MODEL ...]}"
 shift
 mkdir -p "$out"
-for group in ${GROUPS:-zoology mad}; do
+for group in ${SUITES:-zoology mad}; do
   for model in "$@"; do
     name="${model##*:}"; name="${name,,}"
     job="$group-$name"
