@@ -49,6 +49,11 @@ ZOOLOGY = {**{f"mqar-{L}": ["generate", "mqar", "--preset", str(L)] for L in (64
            "induction_heads-256": ["generate", "induction_heads", "--length", "256"]}
 """The `zoology` group at its papers' settings (Zoology Figure 2; Mamba's training length): catalogue entries, not
 part of the timed suite (`--only mqar-256,...`)."""
+MAD_TASKS = ("mad_in_context_recall", "mad_fuzzy_recall", "mad_noisy_recall", "mad_selective_copying",
+             "mad_compression", "mad_memorization")
+MAD = {f"{t}-mad": ["generate", t, "--preset", "mad"] for t in MAD_TASKS}
+"""The `mad` group at mad-lab's baseline settings (16,000 samples: 12,800 train, MAD's training set size):
+catalogue entries, not part of the timed suite (`--only mad_compression-mad,...`)."""
 REDUCED = {"shift-4096-ci": ["generate", "shift", "--length", "4096", "--n", "200"]}
 """A reduced-n twin of shift-4096 (same config, first samples of each split): rebuilt by the tests in seconds."""
 DESCRIPTIONS = {
@@ -61,6 +66,8 @@ DESCRIPTIONS = {
     **{f"mqar-{L}": f"MQAR (Zoology Figure 2: L = {L}, {k} pairs, 8,192 ids), 100,000 samples"
        for L, k in ((64, 4), (128, 8), (256, 16), (512, 64))},
     "induction_heads-256": "induction heads (Mamba 4.1.1: L = 256, 16 ids), 16,000 samples",
+    **{f"{t}-mad": f"MAD {t.removeprefix('mad_').replace('_', ' ')} (mad-lab baseline settings), 16,000 samples "
+       "(12,800 train: MAD's training set)" for t in MAD_TASKS},
     "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "
                      "every machine"}
 GOAL_S = 30 * 60
@@ -281,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.root is None:
         ap.error("--root is required")
     names = args.only.split(",") if args.only else [n for n in PAPER if args.atomic or n.split("-")[0] not in ATOMIC]
-    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **ZOOLOGY, **REDUCED}]
+    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **REDUCED}]
     if unknown:
         ap.error(f"unknown dataset(s) {unknown}; the suite is {', '.join(PAPER)}")
     args.root.mkdir(parents=True, exist_ok=True)
@@ -301,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.results.write_text(json.dumps(data, indent=1) + "\n")
             names = []
         for name in names:
-            row = run_one(name, {**PAPER, **COVERAGE, **ZOOLOGY, **REDUCED}[name], args, log)
+            row = run_one(name, {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **REDUCED}[name], args, log)
             data["rows"] = [r for r in data["rows"] if r["name"] != name] + [row]
             args.results.write_text(json.dumps(data, indent=1) + "\n")
             print(f"{name}: build {row['build']['wall_s']:.0f} s wall, {row['build']['cpu_s']:.0f} s CPU"

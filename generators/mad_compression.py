@@ -2,8 +2,8 @@
 input itself (Poli et al. 2024, athms/mad-lab `generate_compression_instance`; data_cards/mad_compression.md).
 
 MAD scores this task with an autoencoder backbone: the encoder's state at the marker, decoded by an MLP from
-positional embeddings alone, must reproduce the whole sequence. Stored as MAD stores it: the bottleneck belongs to
-the model (see the data card).
+positional embeddings alone, must reproduce the whole sequence. Stored as MAD stores it; the task's policy asks the
+harness for that readout (`model.pool = "bottleneck"`, ssmbench/harness/bottleneck.py; see the data card).
 
 Worked example (vocab 8: ids 0-6, marker 7)::
 
@@ -65,7 +65,7 @@ class MadCompression(MadTask[MadCompressionConfig]):
     presets: ClassVar[dict[str, MadCompressionConfig]] = sweep_presets(
         MadCompressionConfig, {"vocab_size": 16, "seq_len": 32},
         {"vocab_size": [32, 64, 128], "seq_len": [64, 128, 256]})
-    policy = mad_policy(4)
+    policy = mad_policy(4, model_keys={"model.pool": "bottleneck"})  # MAD scores it through its autoencoder
 
     def spec(self, config: MadCompressionConfig):
         return token_spec(config.seq_len, config.vocab_size, "random ids, then the compression marker",

@@ -67,6 +67,11 @@ class TrainingPolicy:
     ({"node_height": 10, "node_op": 4} for the DLR paper's Figure 2), or a function of the config giving them; read
     from dataset folders and reported in metrics.json."""
 
+    model_keys: Mapping[str, Any] = field(default_factory=dict)
+    """`model.*` keys the task's labels need under every preset, applied beneath the preset and `-o` (which may
+    still override them) and recorded in config.json: MAD compression declares {"model.pool": "bottleneck"}, the
+    autoencoder readout that decodes the sequence from the last position's state alone."""
+
     def __post_init__(self) -> None:
         if self.training_data not in ("stream", "folder"):
             raise ConfigError("TrainingPolicy.training_data", f"must be 'stream' or 'folder', got "
@@ -77,6 +82,10 @@ class TrainingPolicy:
             raise ConfigError("TrainingPolicy.groups", f"maps group names to integer positions, got {bad[0]!r}: "
                               f"{groups[bad[0]]!r}")
         object.__setattr__(self, "groups", types.MappingProxyType(groups))
+        bad_keys = [k for k in self.model_keys if not str(k).startswith("model.")]
+        if bad_keys:
+            raise ConfigError("TrainingPolicy.model_keys", f"holds model.* keys only, got {bad_keys[0]!r}")
+        object.__setattr__(self, "model_keys", types.MappingProxyType(dict(self.model_keys)))
 
     @property
     def reads_folder(self) -> bool:

@@ -6,6 +6,8 @@
        with Layer(u) = OutProj(Drop(Mixer(u))), OutProj in {linear, glu, none}
     -> final Norm (pre-norm only) -> keep the rightmost l_output positions (or, pool="mean", the mean over all
        positions: one output row, the LRA / S4 / LRU sequence-classification head) -> Linear(H -> d_output)
+       (pool="bottleneck", MAD compression: every output row decoded from the last position's features alone,
+       `ssmbench.harness.bottleneck`)
 
 See docs/models.md (The backbone). Every mixer output is checked (shape and dtype) and a mismatch raises an
 `SsmbenchError` naming the model.
@@ -23,16 +25,18 @@ from torch import nn
 
 from ..api import Spec
 from ..errors import ConfigError, SsmbenchError
+from .bottleneck import BottleneckDecoder
 
 NORMS = ("scalar_layer", "layer", "batch", "none")
 OUT_PROJS = ("linear", "glu", "none")
-POOLS = ("auto", "mean", "last")
+POOLS = ("auto", "mean", "last", "bottleneck")
 """`pool`: "last" keeps the rightmost l_output positions, "mean" averages every position (l_output == 1 only),
-"auto" is "mean" for a one-label bidirectional task (LRA Pathfinder) and "last" otherwise."""
+"bottleneck" decodes every output row from the last position's features (MAD's autoencoder readout), "auto" is
+"mean" for a one-label bidirectional task (LRA Pathfinder) and "last" otherwise."""
 
 
 def resolve_pool(pool: str, spec: Spec) -> str:
-    """The pooling a backbone uses for `spec` ("mean" or "last").
+    """The pooling a backbone uses for `spec` ("mean", "last" or "bottleneck").
 
     >>> from ssmbench.registry import get_task
     >>> t = get_task("pathfinder_lra")
@@ -158,8 +162,9 @@ class SequenceModel(nn.Module):
             d_model, n_layers, norm, prenorm, out_proj, dropout: the backbone settings (docs/models.md, The backbone).
             bidirectional: passed to the mixers. l_max: longest length (default spec.seq_len).
             norm_eps: epsilon of the scalar LayerNorm (0 in paper presets). name: model name for error messages.
-            pool: "last" (keep the rightmost l_output positions), "mean" (average over positions) or "auto"
-                (`resolve_pool`: mean for one-label bidirectional tasks).
+            pool: "last" (keep the rightmost l_output positions), "mean" (average over positions), "bottleneck"
+                (every output row decoded from the last position, `harness.bottleneck`) or "auto" (`resolve_pool`:
+                mean for one-label bidirectional tasks).
         """
         super().__init__()
         if n_layers < 1:
@@ -186,7 +191,10 @@ class SequenceModel(nn.Module):
                   norm_eps=norm_eps)
             for i in range(n_layers))
         self.final_norm = make_norm(norm, d_model, norm_eps) if prenorm else nn.Identity()
-        self.decoder = nn.Linear(d_model, spec.d_output)
+        if self.pool == "bottleneck":
+            self.decoder: nn.Module = BottleneckDecoder(d_model, spec.d_output)
+        else:
+            self.decoder = nn.Linear(d_model, spec.d_output)
 
     @property
     def mixers(self) -> list[nn.Module]:
@@ -213,11 +221,14 @@ class SequenceModel(nn.Module):
 
     def forward_full(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Decoder applied to every position (before the crop): (B, T, d_output). Used by the causality check."""
-        return self.decoder(self.features(x, mask))
+        h = self.features(x, mask)
+        return self.decoder.decode_each(h) if self.pool == "bottleneck" else self.decoder(h)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """(B, T, ...) -> (B, l_output, d_output); row j belongs to input position T - l_output + j."""
         h = self.features(x, mask)
         if self.pool == "mean":
             return self.decoder(h.mean(dim=1, keepdim=True))  # (B, 1, H) -> (B, 1, d_output)
+        if self.pool == "bottleneck":
+            return self.decoder(h[:, -1], seq_len=h.shape[1], l_output=self.l_output)  # (B, l_output, d_output)
         return self.decoder(h[:, h.shape[1] - self.l_output:])  # crop first, then project

@@ -72,7 +72,7 @@ def resolve_request(request: RunRequest, config_type: type[RunConfig]) -> RunCon
     asked, _ = resolve_task(t, explicit, length=flags.get("L"), size=flags.get("size"))
     plain = to_plain(asked)
     p = resolve_preset(s.preset, t, model, asked, length=flags.get("L"), size=flags.get("size"))
-    keys = _for_model(model, p.keys)
+    keys = _for_model(model, {**t.policy.model_keys, **p.keys})  # the task's own model keys, beneath the preset
     keys.update(user)
     task_keys = {**_task_keys(keys), **flags}
     dataset_preset = p.dataset.get("preset") if t.preset_option == "preset" else None
