@@ -3,7 +3,9 @@
 Rows are tasks; each column is one comparable configuration: runs share a column only when everything that can
 change their scores is equal except the task and the training seed (model, preset, steps, L, layers, batch, learning
 rate, ... : the digest of config.json without task, seed, paths and hardware). A 2-step smoke test therefore never
-stands in the column of a 2,000-step run: it gets a column of its own, and the header names the steps. Several seeds
+stands in the column of a 2,000-step run: it gets a column of its own, and the header names the steps. The runs of
+one suite folder (`eval --task GROUP`) are one column, since one command (model, preset, `-o` keys) made them all,
+even where the preset gives each task its own length and steps (the header then names their range). Several seeds
 of one configuration are averaged: the cell shows mean ± sample standard deviation and the count (n=3); a seed run
 twice counts once (the newest run). Each cell shows the exact test R² and the paper's per-batch-averaged validation R²
 (the number Table 1 prints), or for ListOps the exact and per-batch test token accuracy and for Pathfinder the test
@@ -159,6 +161,7 @@ def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) ->
         "L": cfg["task_config"].get("L", m.get("seq_len")), "params": m.get("parameters"),
         "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
         "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
+        "suite": str(path.parent.resolve()) if (path.parent / "suite.json").is_file() else None,
         "time": time, "cells": _scores(m)}
 
 
@@ -201,6 +204,8 @@ def _scores(m: dict[str, Any]) -> dict[str, Any]:
 
 
 def _column(run: dict[str, Any]) -> tuple[Any, ...]:
+    if run.get("suite"):  # one suite command: one column, whatever its preset gives each task
+        return "suite", run["suite"]
     return run["model"], run["layers"], run["L"], run.get("steps"), run.get("preset"), run.get("group")
 
 
@@ -212,7 +217,11 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
                                               "steps": r.get("steps"), "preset": r.get("preset"),
                                               "group": r.get("group"), "params": r["params"], "seeds": {},
-                                              "times": {}, "params_max": r["params"]})
+                                              "times": {}, "params_max": r["params"], "Ls": set(),
+                                              "steps_seen": set(), "layers_seen": set()})
+        col["Ls"].add(r["L"])
+        col["steps_seen"].add(r.get("steps"))
+        col["layers_seen"].add(r["layers"])
         if r["params"] is not None:  # tasks' input and output widths differ: the same model has a range of sizes
             col["params"] = min(p for p in (col["params"], r["params"]) if p is not None)
             col["params_max"] = max(p for p in (col["params_max"], r["params"]) if p is not None)
@@ -232,7 +241,10 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         base = _dlr_base(col, list(columns.values()))
         ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None
-        del col["seeds"]
+    for col in columns.values():  # a suite column's lengths, steps and layers: one value, or their range as text
+        for key, seen in (("L", "Ls"), ("steps", "steps_seen"), ("layers", "layers_seen")):
+            col[key] = next(iter(col[seen])) if len(col[seen]) == 1 else _span(col[seen])
+        del col["seeds"], col["Ls"], col["steps_seen"], col["layers_seen"]
     return {"tasks": tasks, "columns": list(columns.values())}
 
 
@@ -240,7 +252,7 @@ def _dlr_base(col: dict[str, Any], columns: list[dict[str, Any]]) -> dict[str, A
     """The DLR column a column's time is measured against: 1 layer at the same L and steps, else the same layers."""
     for layers in (1, col["layers"]):
         for c in columns:
-            if c["model"] == "dlr" and c["layers"] == layers and c["L"] == col["L"]:
+            if c["model"] == "dlr" and c["layers_seen"] == {layers} and c["Ls"] == col["Ls"]:
                 return c
     return None
 
@@ -272,9 +284,18 @@ def _distinguish(columns: list[dict[str, Any]]) -> dict[int, str]:
 def _title(col: dict[str, Any]) -> str:
     low, high = _size(col["params"]), _size(col.get("params_max"))
     size = low if high in ("?", low) else f"{low}-{high}"  # the smallest and largest run of the column
-    steps = f" {col['steps']} steps" if col.get("steps") else ""
+    steps = _span(col["steps_seen"])
+    steps = f" {steps} steps" if steps != "?" else ""
     preset = f" {col['preset']}" if col.get("preset") else ""
-    return f"{col['model']} {col['layers']}L L={col['L']}{steps}{preset} ({size})"
+    return f"{col['model']} {_span(col['layers_seen'])}L L={_span(col['Ls'])}{steps}{preset} ({size})"
+
+
+def _span(values: set[Any]) -> str:
+    """One value, or the smallest and largest of several: '64', '64-256'; '?' when none is known."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "?"
+    return str(known[0]) if known[0] == known[-1] else f"{known[0]}-{known[-1]}"
 
 
 def _size(params: int | None) -> str:

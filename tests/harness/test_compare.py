@@ -203,3 +203,25 @@ def test_a_task_variant_gets_its_own_row_and_never_replaces_the_default(tmp_path
     assert table["tasks"] == ["select_fixed", "select_fixed (values=zeros)"] and len(table["columns"]) == 1
     cells = table["columns"][0]["cells"]
     assert cells["select_fixed"]["r2"] == 0.97 and cells["select_fixed (values=zeros)"]["r2"] == 0.99
+
+
+def test_one_suite_is_one_column_even_where_its_preset_gives_tasks_their_own_steps(tmp_path):
+    """`eval --task zoology` trains MQAR for 1,500 steps and induction heads for 3,000 (one quick section each): its
+    two runs are one column, titled with the range; the same two runs outside a suite folder are two columns."""
+    def runs_in(root, model, r2s):
+        root.mkdir(parents=True)
+        for task, steps, r2 in (("shift", 1500, r2s[0]), ("cumsum", 3000, r2s[1])):
+            cfg = {**_config(steps, 0), "task": task, "model": model}
+            _finished(root / task, cfg, r2)
+        return root
+
+    for model, r2s in (("dlr", (0.9, 0.8)), ("s4d", (0.7, 0.6))):
+        suite = runs_in(tmp_path / f"suite-{model}", model, r2s)
+        (suite / "suite.json").write_text(json.dumps({"model": model, "tasks": ["shift", "cumsum"]}))
+    table = build_table(load_runs([tmp_path / "suite-dlr", tmp_path / "suite-s4d"]))
+    assert len(table["columns"]) == 2
+    assert [c["steps"] for c in table["columns"]] == ["1500-3000", "1500-3000"]
+    assert {t: c["r2"] for t, c in table["columns"][0]["cells"].items()} == {"shift": 0.9, "cumsum": 0.8}
+    assert "1500-3000 steps" in render_text(table)
+    loose = runs_in(tmp_path / "loose", "dlr", (0.9, 0.8))  # no suite.json: each run's own configuration
+    assert len(build_table(load_runs([loose / "shift", loose / "cumsum"]))["columns"]) == 2
