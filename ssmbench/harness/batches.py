@@ -117,9 +117,10 @@ class _StepDataset:
     """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
 
     def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, rank: int,
-                 world_size: int) -> None:
+                 world_size: int, train_samples: int | None = None) -> None:
         self.args = (task, dict(task_config), data_seed)
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.train_samples = train_samples
         self._stream = None
 
     def __len__(self) -> int:  # steps are unbounded; the sampler decides which ones are drawn
@@ -130,7 +131,7 @@ class _StepDataset:
             from ..data.read.streaming import TaskStream
 
             self._stream = TaskStream(*self.args[:2], seed=self.args[2])
-        batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size)
+        batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size, self.train_samples)
                    for step in range(*steps)]
         # (k, B_rank, T, d_input) inputs and (k, B_rank, l_output, d_output) targets, one copy each
         return {key: torch.from_numpy(np.stack([b[key] for b in batches])) for key in MODEL_FIELDS}
@@ -141,11 +142,12 @@ class TrainFeed:
 
     def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
-                 pin_memory: bool = False, steps_per_message: int | None = None) -> None:
+                 pin_memory: bool = False, steps_per_message: int | None = None,
+                 train_samples: int | None = None) -> None:
         self.start, self.stop = start_step, stop_step
         k = steps_per_message or auto_steps_per_message(task, task_config, batch_size)
         self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
-        dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size)
+        dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:

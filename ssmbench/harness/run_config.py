@@ -104,6 +104,9 @@ class DataConfig:
     """Dataset folder of a folder-backed task (ListOps, Pathfinder): `--data`; found under the data root if unset."""
     dataset_id: str | None = None
     """The folder's dataset_id, recorded when the run starts (a resumed run refuses a folder rebuilt since)."""
+    train_samples: int | None = None
+    """Streamed tasks: train on the first N samples of the train split only, reshuffled every epoch (MAD's fixed
+    training sets); None: a fresh sample at every position of every step (the DLR paper's protocol)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,13 @@ class RunConfig:
                               f"must exceed train.warmup_steps ({t.warmup_steps}) for the cosine schedule, got "
                               f"{total}", f"pass -o train.warmup_steps=N with N < {total}, or more steps")
         lr_factor(t.schedule, t.warmup_steps, total)  # an unknown schedule name
+        if self.data.train_samples is not None:
+            from ..registry import get_task
+
+            if get_task(self.task).policy.reads_folder:
+                raise ConfigError("data.train_samples", f"applies to streamed tasks; {self.task} trains on its "
+                                  "dataset folder's whole train split", "build a smaller folder with "
+                                  f"`ssmbench generate {self.task} --n N` instead")
         if t.time_limit is not None:
             from .time_limit import parse_duration
 
@@ -274,7 +284,7 @@ class RunConfig:
 
 LOWER_BOUNDS = {"train.steps": 1, "train.batch_size": 1, "train.eval_every": 1, "train.log_every": 1,
                 "eval.batch_size": 1, "eval.metric_batch_size": 1, "eval.val_samples": 1, "eval.test_samples": 0,
-                "data.workers": 0, "data.prefetch": 1, "hardware.threads": 1}
+                "data.workers": 0, "data.prefetch": 1, "data.train_samples": 1, "hardware.threads": 1}
 """Least value of each integer key (`validate`); hardware.threads may also be None (the rule decides)."""
 
 ONE_KEY_CHECKS = (*LOWER_BOUNDS, "train.lr", "train.grad_clip", "hardware.precision")

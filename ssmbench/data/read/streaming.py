@@ -70,12 +70,51 @@ class TaskStream:
         out["sample_id"] = np.arange(start, stop, dtype=np.int64)
         return out
 
-    def train_batch(self, step: int, batch_size: int, rank: int = 0, world_size: int = 1) -> dict[str, np.ndarray]:
-        """This rank's share of the global batch of training step `step` (indices never repeat across steps)."""
+    def train_batch(self, step: int, batch_size: int, rank: int = 0, world_size: int = 1,
+                    train_samples: int | None = None) -> dict[str, np.ndarray]:
+        """This rank's share of the global batch of training step `step`.
+
+        Without `train_samples` indices never repeat across steps (a fresh stream). With it, training sees only the
+        first `train_samples` samples of the train split, in epochs: the global batch positions p = step * B ...
+        run through epoch p // N in the order `epoch_order(epoch)` (a permutation of 0 .. N-1 drawn from the data
+        seed and the epoch), as MAD's DataLoader reshuffles its fixed training set every epoch.
+        """
         if batch_size % world_size:
             raise ConfigError("batch_size", f"{batch_size} is not divisible by the world size {world_size}")
         if not 0 <= rank < world_size or step < 0:
             raise ConfigError("rank", f"need 0 <= rank < world_size and step >= 0, got rank={rank}, step={step}")
         local = batch_size // world_size
         start = step * batch_size + rank * local
-        return self.samples("train", start, start + local)
+        if train_samples is None:
+            return self.samples("train", start, start + local)
+        positions = np.arange(start, start + local, dtype=np.int64)  # (local,) global positions in the epoch stream
+        epochs, slots = np.divmod(positions, train_samples)
+        index = np.empty(local, dtype=np.int64)
+        for epoch in np.unique(epochs).tolist():
+            here = epochs == epoch
+            index[here] = self.epoch_order(int(epoch), train_samples)[slots[here]]
+        return self.samples_at("train", index)
+
+    def epoch_order(self, epoch: int, n: int) -> np.ndarray:
+        """The order of train samples 0 .. n-1 in `epoch` of a finite training set: a pure function of (data seed,
+        n, epoch), cached for the last two epochs a worker asked for."""
+        cache = self.__dict__.setdefault("_orders", {})
+        if (epoch, n) not in cache:
+            rng = np.random.default_rng(np.random.SeedSequence([self.seed, n, epoch, 0x45504F43]))  # "EPOC"
+            cache[(epoch, n)] = rng.permutation(n)
+            while len(cache) > 2:
+                cache.pop(next(iter(cache)))
+        return cache[(epoch, n)]
+
+    def samples_at(self, split: str, index: np.ndarray) -> dict[str, np.ndarray]:
+        """Samples at arbitrary indices of a split, equal to `samples(split, i, i + 1)` for each i."""
+        stop = int(index.max()) + 1 if len(index) else 0
+        cache = self.__dict__.setdefault("_keys", {})
+        keys = cache.get(split)
+        if keys is None or len(keys) < stop:
+            keys = keys_for(self.task.name, self.task.version, self._cfg, self.seed, split, 0, stop,
+                            self.task.stream_exempt)
+            cache[split] = keys
+        out = self.task.generate(self.config, keys[index])
+        out["sample_id"] = index.astype(np.int64)
+        return out
