@@ -9,9 +9,10 @@ whose feature map is the second-order Taylor expansion of exp, so that
     phi(q) . phi(k) = 1 + s + s^2 / 2,   s = q . k / sqrt(d_feature)
 
 which is positive for every s, so the normalised output `y_t = sum_{j<=t} w_tj v_j / sum_{j<=t} w_tj` needs no
-softmax. `forward` computes that parallel (L x L) form, which on the short sequences of the quick sections is the
-fastest; `recurrent_forward` computes the same output as a linear RNN over the explicit feature map (state of size
-(1 + d + d^2) x d_head per head), the form that makes it "attention-free", and a test checks the two agree.
+softmax. `forward` computes that parallel (L x L) form within blocks of `chunk` positions and carries the
+feature-map state `sum_j phi(k_j) v_j^T` (size (1 + F + F^2) x d_head per head) from block to block, so memory grows
+linearly with L; `recurrent_forward` computes the same output as a linear RNN, one position at a time (the form that
+makes it "attention-free"), and a test checks the two agree.
 
 Example:
     >>> import torch
@@ -39,13 +40,14 @@ class TaylorAttention(nn.Module):
     causal = True
 
     def __init__(self, d_model: int, *, l_max: int, bidirectional: bool = False, dropout: float = 0.0,
-                 layer_idx: int = 0, n_heads: int = 1, d_feature: int = 16, conv_width: int = 3) -> None:
+                 layer_idx: int = 0, n_heads: int = 1, d_feature: int = 16, conv_width: int = 3,
+                 chunk: int = 256) -> None:
         super().__init__()
         if bidirectional:
             raise ValueError("TaylorAttention is causal only")
         if d_model % n_heads:
             raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}")
-        self.n_heads, self.d_feature, self.conv_width = n_heads, d_feature, conv_width
+        self.n_heads, self.d_feature, self.conv_width, self.chunk = n_heads, d_feature, conv_width, chunk
         self.conv = nn.Conv1d(d_model, d_model, conv_width, groups=d_model, padding=conv_width - 1)
         self.q = nn.Linear(d_model, n_heads * d_feature)
         self.k = nn.Linear(d_model, n_heads * d_feature)
@@ -64,9 +66,26 @@ class TaylorAttention(nn.Module):
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
         B, L, H = x.shape
         q, k, v = self._heads(x)
-        s = q @ k.transpose(-1, -2)  # (B, h, L, L)
-        w = (1 + s + 0.5 * s * s).tril()  # phi(q_t) . phi(k_j) for j <= t, 0 above the diagonal
-        y = (w @ v) / w.sum(-1, keepdim=True)  # (B, h, L, Dv)
+        C = self.chunk
+        if L <= C:  # one block: the parallel form
+            s = q @ k.transpose(-1, -2)  # (B, h, L, L)
+            w = (1 + s + 0.5 * s * s).tril()  # phi(q_t) . phi(k_j) for j <= t, 0 above the diagonal
+            y = (w @ v) / w.sum(-1, keepdim=True)  # (B, h, L, Dv)
+        else:  # blocks of C: the parallel form inside a block, the feature-map state carried between blocks
+            state = q.new_zeros(B, self.n_heads, 1 + self.d_feature + self.d_feature ** 2, v.shape[-1])  # (B,h,P,Dv)
+            norm = q.new_zeros(B, self.n_heads, state.shape[2])  # (B, h, P)
+            ys = []
+            for a in range(0, L, C):
+                qc, kc, vc = q[:, :, a:a + C], k[:, :, a:a + C], v[:, :, a:a + C]  # (B, h, c, .)
+                s = qc @ kc.transpose(-1, -2)  # (B, h, c, c)
+                w = (1 + s + 0.5 * s * s).tril()
+                fq, fk = taylor_features(qc), taylor_features(kc)  # (B, h, c, P)
+                num = w @ vc + fq @ state  # (B, h, c, Dv)
+                den = w.sum(-1, keepdim=True) + (fq * norm[:, :, None]).sum(-1, keepdim=True)  # (B, h, c, 1)
+                ys.append(num / den)
+                state = state + fk.transpose(-1, -2) @ vc
+                norm = norm + fk.sum(2)
+            y = torch.cat(ys, 2)  # (B, h, L, Dv)
         return self.drop(self.out(y.transpose(1, 2).reshape(B, L, H)))  # (B, L, H)
 
     def recurrent_forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -22,10 +22,10 @@ def test_feature_map_inner_product_is_the_second_order_taylor_expansion_of_exp()
     torch.testing.assert_close(got, 1 + s + s * s / 2, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("n_heads, d_feature", [(1, 4), (2, 8)])
-def test_parallel_form_equals_the_recurrent_form(n_heads, d_feature):
+@pytest.mark.parametrize("n_heads, d_feature, chunk", [(1, 4, 256), (2, 8, 256), (2, 4, 5), (1, 4, 8)])
+def test_parallel_and_chunked_forms_equal_the_recurrent_form(n_heads, d_feature, chunk):
     torch.manual_seed(0)
-    layer = plugin.TaylorAttention(16, l_max=24, n_heads=n_heads, d_feature=d_feature).double()
+    layer = plugin.TaylorAttention(16, l_max=24, n_heads=n_heads, d_feature=d_feature, chunk=chunk).double()
     x = torch.randn(3, 24, 16, dtype=torch.float64)
     torch.testing.assert_close(layer(x), layer.recurrent_forward(x), rtol=1e-10, atol=1e-10)
 
