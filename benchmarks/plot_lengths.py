@@ -19,7 +19,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("sweeps", nargs="+", help="LABEL=path/to/lengths.json")
+    ap.add_argument("sweeps", nargs="+", help="LABEL=path/to/lengths.json[+more/lengths.json of the same model]")
     ap.add_argument("--metric", default="accuracy")
     ap.add_argument("--chance", type=float, help="draw this score as a dashed line")
     ap.add_argument("--title", default="")
@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     ax = fig.subplots()
     trained = set()
     for item in args.sweeps:
-        label, _, path = item.partition("=")
-        sweep = json.loads(Path(path).read_text())
-        rows = sweep["rows"]
+        label, _, paths = item.partition("=")
+        sweeps = [json.loads(Path(path).read_text()) for path in paths.split("+")]  # one model's sweeps, merged
+        sweep = sweeps[0]
+        rows = sorted((r for s in sweeps for r in s["rows"] if "skipped" not in r), key=lambda r: r["L"])
         ax.plot([r["L"] for r in rows], [r[args.metric] for r in rows], marker="o", ms=4, lw=1.4, label=label)
         trained.add(sweep["trained_length"])
     for L in sorted(trained):

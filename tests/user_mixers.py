@@ -86,3 +86,18 @@ def build_wrong_shape(spec) -> nn.Module:
     model = _WholeModel(spec, 8)
     model.l_output = spec.l_output - 1
     return model
+
+
+class PositionTable(nn.Module):
+    """A causal mixer with one learned vector per position: its parameters depend on l_max, so a checkpoint fits
+    only a model built for its training length (as SGConv's number of scales does)."""
+
+    causal = True
+
+    def __init__(self, d_model: int, *, l_max: int) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(l_max, d_model))
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.proj(x + self.table[: x.shape[1]])  # (B, L, D)

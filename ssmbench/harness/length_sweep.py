@@ -76,14 +76,25 @@ def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "
     folder = Path(out) if out else default_run_dir(runs_root, config["task"], f"{config['model']}-lengths")
     rows: list[dict[str, Any]] = []
     for length in lengths:
-        result = score_checkpoint(checkpoint, split, length=length, out=folder / f"L{length}", device=device,
-                                  overrides=overrides, quiet=quiet)
+        try:
+            result = score_checkpoint(checkpoint, split, length=length, out=folder / f"L{length}", device=device,
+                                      overrides=overrides, quiet=quiet)
+        except ConfigError as exc:
+            if exc.field != "--length":  # anything but "this model cannot run at that length" stops the sweep
+                raise
+            rows.append({"L": length, "skipped": exc.message.removeprefix("--length: ")})
+            if not quiet:
+                print(f"L={length}: skipped ({rows[-1]['skipped']})", file=sys.stderr, flush=True)
+            continue
         scores = result.metrics[split]
         rows.append({"L": length, "run_dir": str(result.run_dir),
                      **{k: scores[k] for k in headline_keys(scores) if isinstance(scores.get(k), int | float)}})
         if not quiet:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in rows[-1].items() if k not in ("L", "run_dir"))
             print(f"L={length}: {split} {shown}", file=sys.stderr, flush=True)
+    if all("skipped" in row for row in rows):
+        raise ConfigError("--lengths", f"no length could be scored: {rows[0]['skipped']}",
+                          f"include the trained length, L = {trained}")
     sweep = LengthSweep(folder, trained, split, rows)
     _write(sweep, config, Path(checkpoint))
     return sweep
@@ -99,11 +110,14 @@ def markdown(sweep: LengthSweep) -> str:
     | 64 (trained) | 1.0000 |
     | 256 | 0.5000 |
     """
-    keys = [k for k in sweep.rows[0] if k not in ("L", "run_dir")]
+    scored = [row for row in sweep.rows if "skipped" not in row]
+    keys = [k for k in scored[0] if k not in ("L", "run_dir")]
     lines = ["| L | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
     for row in sweep.rows:
         label = f"{row['L']} (trained)" if row["L"] == sweep.trained_length else str(row["L"])
-        lines.append(f"| {label} | " + " | ".join(f"{row[k]:.4f}" for k in keys) + " |")
+        cells = [f"skipped: {row['skipped']}"] + [""] * (len(keys) - 1) if "skipped" in row else \
+            [f"{row[k]:.4f}" for k in keys]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -115,9 +129,10 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
 
     fig = Figure(figsize=(5.5, 3.6), dpi=110)
     ax = fig.subplots()
-    lengths = [row["L"] for row in sweep.rows]
-    for key in [k for k in sweep.rows[0] if k not in ("L", "run_dir", "mse")]:
-        ax.plot(lengths, [row[key] for row in sweep.rows], marker="o", ms=4, lw=1.2, label=key)
+    scored = [row for row in sweep.rows if "skipped" not in row]
+    lengths = [row["L"] for row in scored]
+    for key in [k for k in scored[0] if k not in ("L", "run_dir", "mse")]:
+        ax.plot(lengths, [row[key] for row in scored], marker="o", ms=4, lw=1.2, label=key)
     ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="sequence length L", ylabel=f"{sweep.split} metric", title=title)

@@ -52,12 +52,20 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
     if bad:
         raise ConfigError(bad[0], "cannot change when scoring a checkpoint (it would no longer be that model)",
                           f"allowed: {', '.join(SCORING_KEYS)}")
+    trained = cfg.task_config.get("L")
     cfg = cfg.with_overrides({**(overrides or {}), **({"hardware.device": device} if device else {})}).validate()
     if data is not None:
         cfg = _on_folder(cfg, data)
     info = {"scored_checkpoint": str(checkpoint), "checkpoint_sha256": file_sha256(checkpoint),
             "checkpoint_step": ckpt.get("state", {}).get("step")}
-    return score(cfg, ckpt["model"], split, out=out, runs_root=runs_root, info=info)
+    try:
+        return score(cfg, ckpt["model"], split, out=out, runs_root=runs_root, info=info)
+    except ConfigError as exc:
+        if exc.field != "--checkpoint" or "does not fit" not in exc.message or cfg.task_config.get("L") == trained:
+            raise
+        raise ConfigError("--length", f"{cfg.model}'s parameters depend on the sequence length: built for "
+                          f"L = {cfg.task_config.get('L')} they do not fit its checkpoint, trained at L = {trained}",
+                          f"score it at L = {trained}; it cannot be scored at other lengths") from None
 
 
 def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test", *, out: str | Path | None = None,

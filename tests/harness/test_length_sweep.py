@@ -91,3 +91,24 @@ def test_eval_lengths_usage_errors_are_one_line(trained, args, fragment):
     result = _cli("eval", *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert fragment in result.stderr
+
+
+def test_lengths_a_model_cannot_run_at_are_skipped_with_the_reason(tmp_path):
+    """A model whose parameters depend on l_max (tests/user_mixers.py PositionTable, like SGConv): scoring it at
+    another length is a one-line usage error naming the trained length; a sweep keeps the lengths it could score
+    and records the others as skipped, in its table too."""
+    from ssmbench.harness.scoring import score_checkpoint
+
+    run = ssmbench.evaluate("tests.user_mixers:PositionTable", "cumsum", "quick", out=tmp_path / "run",
+                            overrides={k: v for k, v in TINY.items() if k != "model.d_state"}, quiet=True,
+                            device="cpu")
+    ckpt = run.run_dir / "checkpoints" / "best.pt"
+    with pytest.raises(ConfigError, match="trained at L = 32") as err:
+        score_checkpoint(ckpt, "test", length=64, out=tmp_path / "one", quiet=True)
+    assert err.value.field == "--length" and err.value.hint.startswith("score it at L = 32")
+    sweep = sweep_lengths(ckpt, [32, 64], out=tmp_path / "sweep", quiet=True)
+    assert sweep.rows[0]["L"] == 32 and sweep.rows[0]["r2"] == pytest.approx(run.metrics["test"]["r2"], abs=1e-12)
+    assert sweep.rows[1]["L"] == 64 and "trained at L = 32" in sweep.rows[1]["skipped"]
+    assert "| 64 | skipped: " in (tmp_path / "sweep" / "lengths.md").read_text()
+    with pytest.raises(ConfigError, match="no length could be scored"):
+        sweep_lengths(ckpt, [64], out=tmp_path / "none", quiet=True)
