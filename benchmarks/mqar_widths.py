@@ -53,7 +53,7 @@ def plot(rows: list[dict], out: Path, title: str) -> None:
     ax.set_ylim(0, 1.02)
     ax.set(xlabel="model width d_model", ylabel="test accuracy", title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center right")  # the middle of the axis: the lines sit near 1 and near 1/4
+    ax.legend(fontsize=8, loc="lower center", ncol=3)  # below the lines, which sit near 1 and from 1/4 up
     save_png(fig, out)
 
 
