@@ -61,6 +61,8 @@ class TaskStream:
         self.seed = seed
         self.spec = self.task.spec(resolved)
         self._cfg = resolved.to_dict()
+        self._orders: dict[tuple[int, int], np.ndarray] = {}  # finite training sets: the last epochs' orders
+        self._keys: dict[str, np.ndarray] = {}  # keys of samples 0 .. n-1 per split, for `samples_at`
 
     def samples(self, split: str, start: int, stop: int) -> dict[str, np.ndarray]:
         """Samples [start, stop) of a split, with their `sample_id`."""
@@ -98,7 +100,7 @@ class TaskStream:
     def epoch_order(self, epoch: int, n: int) -> np.ndarray:
         """The order of train samples 0 .. n-1 in `epoch` of a finite training set: a pure function of (data seed,
         n, epoch), cached for the last two epochs a worker asked for."""
-        cache = self.__dict__.setdefault("_orders", {})
+        cache = self._orders
         if (epoch, n) not in cache:
             rng = np.random.default_rng(np.random.SeedSequence([self.seed, n, epoch, 0x45504F43]))  # "EPOC"
             cache[(epoch, n)] = rng.permutation(n)
@@ -109,7 +111,7 @@ class TaskStream:
     def samples_at(self, split: str, index: np.ndarray) -> dict[str, np.ndarray]:
         """Samples at arbitrary indices of a split, equal to `samples(split, i, i + 1)` for each i."""
         stop = int(index.max()) + 1 if len(index) else 0
-        cache = self.__dict__.setdefault("_keys", {})
+        cache = self._keys
         keys = cache.get(split)
         if keys is None or len(keys) < stop:
             keys = keys_for(self.task.name, self.task.version, self._cfg, self.seed, split, 0, stop,
