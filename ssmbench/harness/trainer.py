@@ -60,6 +60,9 @@ class TrainState:
     train_time: float = 0.0
     data_wait: float = 0.0
     timed_steps: int = 0
+    startup_s: float = 0.0
+    """Wall time of this process's first step: the data workers' start-up (every worker's first batch), allocator
+    and kernel warm-up and the step itself. Not in `train_time`, so `time_per_step_s` is the steady pace."""
     history: list[dict[str, Any]] = field(default_factory=list)
     loss_sum: float = 0.0
     """The training loss summed over steps and ranks since the last loss line, and its steps: a run resumed between
@@ -320,6 +323,8 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
             state.data_wait += feed.last_wait  # waiting for the workers only, not for the device
             state.train_time += time.perf_counter() - tick
             state.timed_steps += 1
+        else:
+            state.startup_s = time.perf_counter() - tick
         loop.bar.update(1)
         if state.step % t.eval_every == 0 or done:
             with _timed(budget, "eval"):
@@ -385,7 +390,7 @@ def finish(loop: Loop) -> dict[str, Any]:
     return {**scores, **figures, "best_step": state.best_step,
             "monitor": {"key": s.objective.monitor, "mode": s.objective.mode, "value": state.best_value},
             "steps": state.step, "train_time_s": state.train_time,
-            "time_per_step_s": state.train_time / max(1, state.timed_steps),
+            "time_per_step_s": state.train_time / max(1, state.timed_steps), "startup_s": state.startup_s,
             "data_wait_share": state.data_wait / max(1e-12, state.train_time),
             "peak_memory_bytes": _peak_memory(env.device)}
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 import torch
 
 from ssmbench.data.read.streaming import TaskStream
-from ssmbench.harness.batches import TrainFeed, auto_steps_per_message
+from ssmbench.harness.batches import TrainFeed, auto_steps_per_message, iterate_loader
 
 
 def test_stacked_messages_yield_the_same_steps_as_single_ones():
@@ -33,3 +36,30 @@ def test_message_size_is_bounded():
     assert auto_steps_per_message("cumsum", {"L": 64}, 16) == 16
     # MIPS at L = 4096, batch 256: a step is above the 16 MiB message target, so one step a message
     assert auto_steps_per_message("mips", {"L": 4096}, 256) == 1
+
+
+class _SlowSecondWorker:
+    """Item i marks `folder/i` once made; item 1 (the second worker's first item) is made late."""
+
+    def __init__(self, folder) -> None:
+        self.folder = folder
+
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, i: int) -> int:
+        if i == 1:
+            time.sleep(0.5)  # only makes the old behaviour visible; the assertion below does not depend on it
+        (self.folder / str(i)).touch()
+        return i
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_first_item_comes_once_every_worker_has_started(tmp_path, workers):
+    loader = torch.utils.data.DataLoader(_SlowSecondWorker(tmp_path), batch_size=None, num_workers=workers,
+                                         multiprocessing_context="fork" if workers else None)
+    items = iterate_loader(loader)
+    assert next(items) == 0
+    made = {int(p.name) for p in tmp_path.iterdir()}
+    assert set(range(max(1, workers))) <= made  # each worker's first item is in before the first step starts
+    assert list(items) == [1, 2, 3, 4, 5]

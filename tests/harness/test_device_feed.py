@@ -180,3 +180,24 @@ def test_the_helper_thread_works_on_the_feeds_gpu(monkeypatch):
     steps = [(s, {"inputs": torch.zeros(2), "targets": torch.zeros(1)}) for s in range(3)]
     assert [s for s, _ in _LateCopies(steps, torch.device("cuda", 1), slots=2)] == [0, 1, 2]
     assert seen == [("ssmbench-staging", torch.device("cuda", 1))]
+
+
+def test_start_up_goes_to_startup_s_not_to_the_timed_steps(tmp_path, monkeypatch):
+    import ssmbench
+    from ssmbench.harness import device_feed
+
+    class SlowStart(device_feed.DeviceFeed):  # workers that take 0.3 s to deliver the first batch
+        def __iter__(self):
+            for step, batch in super().__iter__():
+                if step == 0:
+                    time.sleep(0.3)
+                    self.last_wait += 0.3
+                yield step, batch
+
+    monkeypatch.setattr(device_feed, "DeviceFeed", SlowStart)
+    r = ssmbench.evaluate("dlr", "cumsum", out=tmp_path / "run", quiet=True, overrides={
+        "L": 16, "model.d_model": 4, "model.d_state": 8, "train.steps": 4, "train.eval_every": 4,
+        "eval.val_samples": 4, "eval.test_samples": 4, "eval.metric_batch_size": 4, "data.workers": 0})
+    m = r.metrics
+    assert m["startup_s"] >= 0.3
+    assert m["data_wait_share"] * m["train_time_s"] < 0.3  # the timed steps' waits do not include it
