@@ -1,0 +1,105 @@
+"""The harness's training step against the bare step, interleaved on one model and optimiser: per-step cost only.
+
+`benchmarks/harness.py` times a bare loop and then a whole `ssmbench.evaluate` run, one after the other; on a shared
+machine the pace drifts between the two (DLR's bare step measured 47.8 to 54.2 ms in three runs on the 2-core VM),
+and a host-bound GPU step feels anything else the host does. Here one process builds the run once
+(`trainer.setup` / `trainer.start`) and alternates, in rounds of `--window` steps each, synchronised at the ends:
+
+* bare:        zero_grad; mse(model(x), y).backward(); optimiser step -- on one batch resident on the device;
+* train_step:  `trainer.train_step(loop, batch)` -- the harness's step (loss bookkeeping, schedule) on that batch;
+* + feed:      `trainer.train_step` on the next batch of `train_feed` (the data workers and, on CUDA, the pinned
+               staging thread): what `ssmbench eval` runs each step, evaluation and checkpoints aside.
+
+The medians over rounds and their ratios to bare are printed; drift hits all three alike.
+
+    python benchmarks/step_ab.py --models dlr s4d --setting quick                    # this CPU
+    python benchmarks/step_ab.py --setting paper --device cuda --workers 4           # a GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import torch
+
+SETTINGS = {"paper": "paper", "quick": "quick"}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def compare(model: str, setting: str, device: str, workers: int, rounds: int, window: int) -> dict[str, float]:
+    """Median seconds per step of bare / train_step / train_step + feed over `rounds` interleaved rounds."""
+    from ssmbench.harness import trainer
+    from ssmbench.harness.batches import EvalSet, prefer_fork_safe_numba
+    from ssmbench.harness.device_feed import train_feed
+    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.run_folder import RunFolder
+    from ssmbench.harness.threads import apply_threads
+
+    prefer_fork_safe_numba()
+    steps = 3 * rounds * window + 10
+    cfg = RunConfig.resolve(model, "cumsum", SETTINGS[setting], overrides={
+        "train.steps": steps, "data.workers": workers, "hardware.device": device, "eval.val_samples": 16})
+    apply_threads(cfg.hardware.threads, cfg.data.workers)
+    s = trainer.setup(cfg)
+    dev = s.env.device
+    with tempfile.TemporaryDirectory() as tmp:
+        loop = trainer.start(s, RunFolder(f"{tmp}/run"), resume=False, quiet=True, logger=None)
+        b = EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, "train", cfg.train.batch_size)
+        x, y = b.inputs.to(dev), b.targets.to(dev)  # (B, T, d_input), (B, l_output, d_output)
+        resident = {"inputs": x, "targets": y}
+        model_, opt = s.model, loop.optimizer
+        feed = iter(train_feed(cfg, 0, s.env))
+
+        def bare() -> None:
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(model_(x).float(), y.float())
+            loss.backward()
+            opt.step()
+
+        kinds = {"bare": bare, "train_step": lambda: trainer.train_step(loop, resident),
+                 "train_step + feed": lambda: trainer.train_step(loop, next(feed)[1])}
+        for f in kinds.values():  # warm-up: allocator, kernels, the workers' start-up
+            for _ in range(3):
+                f()
+        _sync(dev)
+        times: dict[str, list[float]] = {k: [] for k in kinds}
+        try:
+            for _ in range(rounds):
+                for kind, f in kinds.items():
+                    t0 = time.perf_counter()
+                    for _ in range(window):
+                        f()
+                    _sync(dev)
+                    times[kind].append((time.perf_counter() - t0) / window)
+        finally:
+            feed.close()  # the staging thread and the data workers stop here
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="+", default=["dlr", "attention", "s4d", "lru"])
+    ap.add_argument("--setting", default="quick", choices=sorted(SETTINGS))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--window", type=int, default=10, help="steps per round and kind")
+    args = ap.parse_args()
+    print(f"torch {torch.__version__}, {args.setting} setting (cumsum), device {args.device}, {args.workers} "
+          f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step", flush=True)
+    for model in args.models:
+        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window)
+        base = m["bare"]
+        print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v:8.2f} ms ({100 * (v / base - 1):+5.1f} %)"
+                                          for k, v in m.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
