@@ -60,12 +60,17 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
             "checkpoint_step": ckpt.get("state", {}).get("step")}
     try:
         return score(cfg, ckpt["model"], split, out=out, runs_root=runs_root, info=info)
-    except ConfigError as exc:
-        if exc.field != "--checkpoint" or "does not fit" not in exc.message or cfg.task_config.get("L") == trained:
+    except CheckpointMismatch:
+        if cfg.task_config.get("L") == trained:
             raise
         raise ConfigError("--length", f"{cfg.model}'s parameters depend on the sequence length: built for "
                           f"L = {cfg.task_config.get('L')} they do not fit its checkpoint, trained at L = {trained}",
                           f"score it at L = {trained}; it cannot be scored at other lengths") from None
+
+
+class CheckpointMismatch(ConfigError):
+    """The weights given do not fit the model the config builds (names or shapes differ); `score_checkpoint` turns
+    it into a `--length` error when only the scored length differs from the trained one."""
 
 
 def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test", *, out: str | Path | None = None,
@@ -86,8 +91,8 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
         try:
             s.bare.load_state_dict(weights)
         except RuntimeError as exc:
-            raise ConfigError("--checkpoint", f"the checkpoint does not fit the model its config describes "
-                              f"({str(exc).splitlines()[0]})") from None
+            raise CheckpointMismatch("--checkpoint", f"the checkpoint does not fit the model its config describes "
+                                     f"({str(exc).splitlines()[0]})") from None
     n = cfg.eval.test_samples if split == "test" else cfg.eval.val_samples
     facts = model_facts(s)
     kept: list[Any] | None = [] if cfg.eval.log_samples else None
