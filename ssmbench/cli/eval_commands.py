@@ -333,8 +333,25 @@ def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val",
         head = [f"{s} " + ", ".join(f"{k} {m[s][k]:.4f}" for k in headline_keys(m[s]) if isinstance(m[s].get(k), float))
                 for s in splits if s in m]
         emit({"run_dir": str(r.run_dir), **{s: m[s] for s in splits if s in m},
-               "time_per_step_s": m.get("time_per_step_s")}, as_json,
-              f"{r.run_dir}: " + "; ".join(head))
+              **{k: m.get(k) for k in PACE_KEYS}}, as_json, f"{r.run_dir}: " + "; ".join(head) + _pace(m))
+
+
+PACE_KEYS = ("time_per_step_s", "data_wait_share", "startup_s")
+
+
+def _pace(m: dict[str, Any]) -> str:
+    """How a training run went, for the result line: whether the data workers kept up is the first thing to know
+    when a run is slower than expected (a score-only run has none of these).
+
+    >>> _pace({"time_per_step_s": 0.0123, "data_wait_share": 0.004, "startup_s": 1.52})
+    ' (12.3 ms a step, 0.4 % of it waiting for data; start-up 1.5 s)'
+    >>> _pace({})
+    ''
+    """
+    if not all(isinstance(m.get(k), int | float) for k in PACE_KEYS):
+        return ""
+    return (f" ({1e3 * m['time_per_step_s']:.1f} ms a step, {100 * m['data_wait_share']:.1f} % of it waiting for "
+            f"data; start-up {m['startup_s']:.1f} s)")
 
 
 @cli.command("compare", epilog="Examples:\n\n\b\n  ssmbench compare runs/*\n"
