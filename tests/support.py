@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,22 @@ from ssmbench.seeding import keys_for
 
 # The reference implementations' samples live outside the repository, in shared/ beside the checkout (CI clones it
 # there); SSMBENCH_REFERENCE_FIXTURES points elsewhere.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_file(path: Path, name: str | None = None):
+    """The module in a repository file that is not importable as a package (benchmarks/, tests/golden/): CI runs
+    with PYTHONSAFEPATH=1, so the checkout is not on sys.path. Registered in sys.modules under `name` (default: the
+    file's stem), which dataclasses and pickling inside the module need."""
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 REFERENCE = Path(os.environ.get("SSMBENCH_REFERENCE_FIXTURES")
                  or Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "reference")
 

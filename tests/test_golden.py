@@ -8,7 +8,6 @@ asks for the golden file to be regenerated (`python tests/golden/regenerate.py T
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,10 @@ import pytest
 
 from ssmbench.registry import get_task, tasks
 from ssmbench.task_config import from_plain
+from support import load_file
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-_spec = importlib.util.spec_from_file_location("golden_regenerate", GOLDEN / "regenerate.py")
-assert _spec is not None and _spec.loader is not None
-regen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(regen)
+regen = load_file(GOLDEN / "regenerate.py", "golden_regenerate")
 
 
 def differences(golden: dict[str, Any], fresh: dict[str, Any]) -> list[str]:

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO, load_file
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-paper_table = _load("paper_table", REPO / "benchmarks" / "paper_table.py")
+paper_table = load_file(REPO / "benchmarks" / "paper_table.py", "paper_table")
 GRID = REPO / "benchmarks" / "gpu" / "paper_grid.py"
 
 
@@ -42,7 +30,7 @@ def test_every_committed_cell_is_a_finished_full_protocol_run():
 
 
 def test_table_marks_unrun_cells_and_averages_seeds(tmp_path):
-    grid = _load("paper_grid", GRID)
+    grid = load_file(GRID, "paper_grid")
     cell = grid.CELLS[0]
     for seed, (r2, batch) in enumerate([(0.90, 0.91), (0.96, 0.95)]):
         folder = tmp_path / cell.name.replace("-s0", f"-s{seed}")
@@ -65,7 +53,7 @@ def test_grid_runs_in_order_skips_finished_cells_and_refuses_tiny_runs_in_the_re
             "--results", str(results), "--runs", str(runs), "--budget", "900"]
     first = subprocess.run(base, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr
-    grid = _load("paper_grid", GRID)
+    grid = load_file(GRID, "paper_grid")
     done = results / grid.CELLS[0].name
     assert {p.name for p in done.iterdir()} == {"config.json", "metrics.json", "metrics.jsonl", "command.txt"}
     assert "values" not in json.loads((done / "config.json").read_text())["task_config"]  # the default's identity

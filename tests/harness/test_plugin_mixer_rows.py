@@ -4,19 +4,13 @@ string like a user's own file (docs/results.md, the zoology and MAD rows)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 import ssmbench
+from support import REPO, load_file
 
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("taylor_attention_plugin", REPO / "benchmarks" / "plugins" /
-                                               "taylor_attention.py")  # CI keeps the checkout off sys.path
-plugin = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(plugin)
+plugin = load_file(REPO / "benchmarks" / "plugins" / "taylor_attention.py", "taylor_attention_plugin")
 NAME = "benchmarks.plugins.taylor_attention:TaylorAttention"  # what users type: found from the working directory
 
 

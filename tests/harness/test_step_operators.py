@@ -4,12 +4,9 @@ synchronisation, clipping that was not asked for) would show in full (`benchmark
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-STEP_OPS = Path(__file__).resolve().parents[2] / "benchmarks" / "step_ops.py"
+from support import REPO, load_file
 
 ADDED = {  # operator: times per step, and why
     "aten::select": 2, "aten::as_strided": 2,  # the step's inputs and targets, views of the workers' message
@@ -18,16 +15,9 @@ ADDED = {  # operator: times per step, and why
 }
 
 
-def _step_ops():
-    spec = importlib.util.spec_from_file_location("step_ops", STEP_OPS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("model", ["dlr"])
 def test_the_harness_adds_only_the_batch_hand_over_and_the_loss_sum_to_a_step(model):
-    harness, bare = _step_ops().step_operators(model, length=32)
+    harness, bare = load_file(REPO / "benchmarks" / "step_ops.py").step_operators(model, length=32)
     added = {k: harness.get(k, 0) - bare.get(k, 0) for k in set(harness) | set(bare)}
     added = {k: v for k, v in added.items() if abs(v) >= 0.5}
     assert added == ADDED
