@@ -8,16 +8,34 @@ copy to the device by the buffer itself), so this runs on any machine and measur
 the paper's atomic setting (cumsum, L = 4096, batch 16: 1 MiB a step, 16 steps a worker message). The workers fill
 their read-ahead first, so no time waiting for them is counted.
 
+`--beside-step` measures the other half: the same feeds consumed by a host-bound training step running beside them
+(a one-layer DLR with H = 8 at L = 64, batch 2: the paper step's operators on tiny tensors, so the host's dispatch
+is the whole step, as on a GPU that outruns the host). The training thread's wall time per step is split into its
+CPU time, its time waiting for a core, and the rest, when it slept: waiting for the GIL, which the staging thread
+and the DataLoader's receiving side take between the training thread's operators (each operator releases it).
+On a machine with a core for every thread the second is ~0 and the third is what the feed costs a host-bound step.
+
     python benchmarks/feed_host_cost.py --rounds 3
+    python benchmarks/feed_host_cost.py --beside-step --rounds 12
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import time
+from pathlib import Path
 
 import torch
+
+
+def _sibling(name: str):
+    """A module of this folder, loaded by path (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _host_only_feed(stage: bool, workers: int):
@@ -57,14 +75,76 @@ def cost(stage: bool, workers: int, batches: int = 48) -> tuple[float, float, fl
         it.close()
 
 
+def _host_bound_step():
+    """A bare training step (zero_grad, MSE, backward, AdamW) of a tiny DLR: dispatch-bound on any device."""
+    from ssmbench.harness import trainer
+    from ssmbench.harness.run_config import RunConfig
+
+    cfg = RunConfig.resolve("dlr", "cumsum", "quick", overrides={
+        "task.L": 64, "model.d_model": 8, "train.batch_size": 2, "data.workers": 0, "hardware.threads": 1})
+    model = trainer.setup(cfg).model
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x, y = torch.randn(2, 64, 3), torch.randn(2, 64, 1)  # (B, L, d_input), (B, L, d_output)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def beside_step(workers: int, rounds: int, window: int = 48) -> dict[str, tuple[float, float, float]]:
+    """Per feed (none / plain / staged), medians over interleaved rounds of the training thread's seconds a step:
+    (wall, CPU, waiting for a core), each step taking one batch of that feed first."""
+    clock = _sibling("step_ab").thread_clock
+    torch.set_num_threads(1)
+    step = _host_bound_step()
+    feeds = {"none": None, "plain": iter(_host_only_feed(False, workers)),
+             "staged": iter(_host_only_feed(True, workers))}
+    try:
+        for f in feeds.values():
+            for _ in range(40):  # start-up, buffers, the first messages; the kernels and the allocator warm
+                if f is not None:
+                    next(f)
+                step()
+        time.sleep(1.0)  # the workers fill their read-ahead
+        rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in feeds}
+        for _ in range(rounds):
+            for kind, f in feeds.items():
+                t0, (c0, q0) = time.perf_counter(), clock()
+                for _ in range(window):
+                    if f is not None:
+                        next(f)
+                    step()
+                (c1, q1), t1 = clock(), time.perf_counter()
+                rows[kind].append(((t1 - t0) / window, (c1 - c0) / window, (q1 - q0) / window))
+    finally:
+        for f in feeds.values():
+            if f is not None:
+                f.close()
+    return {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in rows.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3, help="alternating plain / staged measurements")
+    ap.add_argument("--beside-step", action="store_true", help="the feeds beside a host-bound training step")
     args = ap.parse_args()
     from ssmbench.harness.batches import prefer_fork_safe_numba
 
     prefer_fork_safe_numba()
+    if args.beside_step:
+        rows = beside_step(args.workers, args.rounds)
+        print(f"beside a host-bound step (DLR H = 8, L = 64, batch 2; one thread): cumsum L = 4096, batch 16, "
+              f"{args.workers} worker(s), {args.rounds} rounds x 48 steps; medians, ms a step")
+        base = rows["none"][0]
+        for kind, (wall, cpu, queued) in rows.items():
+            print(f"feed {kind:7s} wall {1e3 * wall:6.3f} ({100 * (wall / base - 1):+5.1f} %)  training thread: "
+                  f"cpu {1e3 * cpu:6.3f}  waiting for a core {1e3 * queued:6.3f}  "
+                  f"asleep {1e3 * (wall - cpu - queued):6.3f}", flush=True)
+        return
     rows: dict[str, list[tuple[float, float, float]]] = {"plain": [], "staged": []}
     for _ in range(args.rounds):
         for mode in rows:

@@ -10,7 +10,11 @@ and a host-bound GPU step feels anything else the host does. Here one process bu
 * + feed:      `trainer.train_step` on the next batch of `train_feed` (the data workers and, on CUDA, the pinned
                staging thread): what `ssmbench eval` runs each step, evaluation and checkpoints aside.
 
-The medians over rounds and their ratios to bare are printed; drift hits all three alike.
+The medians over rounds and their ratios to bare are printed; drift hits all three alike. Beside each, the training
+thread's own split of a step (Linux, `/proc/thread-self/schedstat`): CPU time, time runnable but waiting for a core,
+and the rest, when the thread slept: on a GPU machine with spare cores that is mostly waiting for the GIL held by
+another thread of the process (the staging thread, the DataLoader's receiving side), or a blocking CUDA wait. A
+host-bound step (one whose GPU work is shorter than the host's time to launch it) pays all three.
 
     python benchmarks/step_ab.py --models dlr s4d --setting quick                    # this CPU
     python benchmarks/step_ab.py --setting paper --device cuda --workers 4           # a GPU machine
@@ -28,13 +32,26 @@ import torch
 SETTINGS = {"paper": "paper", "quick": "quick"}
 
 
+def thread_clock() -> tuple[float, float]:
+    """(CPU seconds, seconds runnable but not running) of the calling thread so far; the second is nan where the
+    kernel does not say (not Linux)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            on_cpu, queued = f.read().split()[:2]
+        return int(on_cpu) / 1e9, int(queued) / 1e9
+    except OSError:
+        return time.thread_time(), float("nan")
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def compare(model: str, setting: str, device: str, workers: int, rounds: int, window: int) -> dict[str, float]:
-    """Median seconds per step of bare / train_step / train_step + feed over `rounds` interleaved rounds."""
+def compare(model: str, setting: str, device: str, workers: int, rounds: int,
+            window: int) -> dict[str, tuple[float, float, float]]:
+    """Per kind (bare / train_step / train_step + feed), medians over `rounds` interleaved rounds of seconds per
+    step: (wall, the training thread's CPU, its time waiting for a core)."""
     from ssmbench.harness import trainer
     from ssmbench.harness.batches import EvalSet, prefer_fork_safe_numba
     from ssmbench.harness.device_feed import train_feed
@@ -69,18 +86,24 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
             for _ in range(3):
                 f()
         _sync(dev)
-        times: dict[str, list[float]] = {k: [] for k in kinds}
+        times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
         try:
             for _ in range(rounds):
                 for kind, f in kinds.items():
-                    t0 = time.perf_counter()
+                    t0, (c0, q0) = time.perf_counter(), thread_clock()
                     for _ in range(window):
                         f()
                     _sync(dev)
-                    times[kind].append((time.perf_counter() - t0) / window)
+                    (c1, q1), t1 = thread_clock(), time.perf_counter()
+                    times[kind].append(((t1 - t0) / window, (c1 - c0) / window, (q1 - q0) / window))
         finally:
             feed.close()  # the staging thread and the data workers stop here
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in times.items()}
+
+
+def split_line(wall: float, cpu: float, queued: float) -> str:
+    """'cpu C / queued Q / slept S' in ms of one step: the training thread's share of its wall time."""
+    return f"cpu {1e3 * cpu:.2f} / queued {1e3 * queued:.2f} / slept {1e3 * (wall - cpu - queued):.2f}"
 
 
 def main() -> None:
@@ -96,9 +119,11 @@ def main() -> None:
           f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step", flush=True)
     for model in args.models:
         m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window)
-        base = m["bare"]
-        print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v:8.2f} ms ({100 * (v / base - 1):+5.1f} %)"
+        base = m["bare"][0]
+        print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v[0]:8.2f} ms ({100 * (v[0] / base - 1):+5.1f} %)"
                                           for k, v in m.items()), flush=True)
+        print(f"{'':10s} training thread, ms a step: " + "  ".join(f"{k}: {split_line(*v)}" for k, v in m.items()),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@
 #  1. rows: `benchmarks/harness.py` -- a bare loop, then a whole `ssmbench.evaluate` run (150 steps, 4 workers), per
 #     model with a paper row: mean and median pace, data wait and where it fell, slowest step, start-up;
 #  2. step_ab: `benchmarks/step_ab.py` -- bare step, the harness's train_step, and train_step on the feed's batches,
-#     interleaved in rounds on one model and optimiser (what drift between the two parts of 1. cannot touch).
-# About 3 minutes on an H100 / H200.
+#     interleaved in rounds on one model and optimiser (what drift between the two parts of 1. cannot touch), with
+#     the training thread's split of a step: CPU / waiting for a core / asleep (mostly the GIL);
+#  3. beside: `benchmarks/feed_host_cost.py --beside-step` -- the plain and the staged feed beside a host-bound step
+#     (host only, no GPU used): what the staging thread's GIL takes cost a step that launches kernels non-stop.
+# About 3.5 minutes on an H100 / H200.
 # Usage: benchmarks/gpu/harness_overhead.sh OUTDIR [DEVICE] [STEPS]
-# Dry run on a CPU: SKIP_INSTALL=1 ROWS_LIMIT=900 AB_LIMIT=900 MODELS="dlr" AB_ROUNDS=2 \
+# Dry run on a CPU: SKIP_INSTALL=1 ROWS_LIMIT=900 AB_LIMIT=900 MODELS="dlr" AB_ROUNDS=2 BESIDE_ROUNDS=2 \
 #     benchmarks/gpu/harness_overhead.sh /tmp/ho cpu 2
 [ -n "${SKIP_INSTALL:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
 set -u
@@ -27,4 +30,6 @@ run rows "${ROWS_LIMIT:-120}" benchmarks/harness.py --settings paper --device "$
 # shellcheck disable=SC2086
 run step_ab "${AB_LIMIT:-120}" benchmarks/step_ab.py --setting paper --device "$device" --workers 4 \
     --rounds "${AB_ROUNDS:-12}" --models $models
-cat "$out"/rows.txt "$out"/step_ab.txt
+run beside "${BESIDE_LIMIT:-60}" benchmarks/feed_host_cost.py --beside-step --workers 4 \
+    --rounds "${BESIDE_ROUNDS:-12}"
+cat "$out"/rows.txt "$out"/step_ab.txt "$out"/beside.txt
