@@ -14,7 +14,9 @@ DLR column at the same L on the same device (Table 1), or else to the DLR column
 the same L (Table 3's "relative time per step"). `compare` reads only `config.json` and `metrics.json` of each run;
 it takes run folders, suite folders (`eval --task a,b` or `--seeds`) and folders holding either (`runs/*`, `runs`).
 Folders it cannot tabulate (unfinished runs, a checkpoint scored on val, a missing, truncated or empty config.json
-or metrics.json) are skipped with a note.
+or metrics.json) are skipped with a note. A checkpoint scored on test (`eval --checkpoint`, a folder of its own) is a
+column of its own, titled `[scored]` (`[untrained]` for `score_only` without a checkpoint), never a seed of the run it
+came from: its cell's second number is the test set's per-batch R², since it has no validation scores.
 
 Example:
     >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
@@ -162,7 +164,14 @@ def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) ->
         "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
         "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
         "suite": str(path.parent.resolve()) if (path.parent / "suite.json").is_file() else None,
-        "time": time, "cells": _scores(m)}
+        "scored": _scored(m), "time": time, "cells": _scores(m)}
+
+
+def _scored(m: dict[str, Any]) -> str | None:
+    """'scored' for a checkpoint scored without training, 'untrained' for a fresh model scored; None for a run."""
+    if "scored_checkpoint" not in m:
+        return None
+    return "scored" if m["scored_checkpoint"] else "untrained"
 
 
 def row_name(task: str, task_config: dict[str, Any]) -> str:
@@ -199,14 +208,20 @@ def _scores(m: dict[str, Any]) -> dict[str, Any]:
         return {"label": "F1/acc", "a": test.get("macro_f1"), "b": test.get("macro_accuracy")}
     if "accuracy_batchavg" in test:  # ListOps: exact / per-batch test token accuracy
         return {"label": "acc", "a": test.get("accuracy"), "b": test.get("accuracy_batchavg")}
-    val = m.get("val", {})  # a checkpoint scored on test only has no val scores
+    val = m.get("val")
+    if val is None and _scored(m):  # a checkpoint scored on test only: its per-batch figure is the test set's
+        return {"r2": test.get("r2"), "r2_batchavg": test.get("r2_batchavg"), "val_r2": None}
+    val = val or {}
     return {"r2": test.get("r2"), "r2_batchavg": val.get("r2_batchavg"), "val_r2": val.get("r2")}
 
 
 def _column(run: dict[str, Any]) -> tuple[Any, ...]:
+    key = run["model"], run["layers"], run["L"], run.get("steps"), run.get("preset"), run.get("group")
+    if run.get("scored"):  # scored apart from training: never a seed of the trained runs' column
+        return (run["scored"], *key)
     if run.get("suite"):  # one suite command: one column, whatever its preset gives each task
         return "suite", run["suite"]
-    return run["model"], run["layers"], run["L"], run.get("steps"), run.get("preset"), run.get("group")
+    return key
 
 
 def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -216,7 +231,8 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for r in sorted(runs, key=lambda r: r.get("time") or 0):
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
                                               "steps": r.get("steps"), "preset": r.get("preset"),
-                                              "group": r.get("group"), "params": r["params"], "seeds": {},
+                                              "group": r.get("group"), "scored": r.get("scored"),
+                                              "params": r["params"], "seeds": {},
                                               "times": {}, "params_max": r["params"], "Ls": set(),
                                               "steps_seen": set(), "layers_seen": set()})
         col["Ls"].add(r["L"])
@@ -287,7 +303,8 @@ def _title(col: dict[str, Any]) -> str:
     steps = _span(col["steps_seen"])
     steps = f" {steps} steps" if steps != "?" else ""
     preset = f" {col['preset']}" if col.get("preset") else ""
-    return f"{col['model']} {_span(col['layers_seen'])}L L={_span(col['Ls'])}{steps}{preset} ({size})"
+    scored = f" [{col['scored']}]" if col.get("scored") else ""
+    return f"{col['model']} {_span(col['layers_seen'])}L L={_span(col['Ls'])}{steps}{preset} ({size}){scored}"
 
 
 def _span(values: set[Any]) -> str:
@@ -342,6 +359,7 @@ def render_markdown(table: dict[str, Any]) -> str:
     out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric); "
                "ListOps: exact / per-batch test token accuracy; Pathfinder: test macro-F1 / macro accuracy "
                "(Table 3's metrics). Several seeds: mean ± sample standard deviation (n = seeds). A column is one "
-               "configuration (its steps in the title; `cfg <digest>` where two would read alike).")
+               "configuration (its steps in the title; `cfg <digest>` where two would read alike). `[scored]`: "
+               "checkpoints scored on test by `eval --checkpoint` (second number: per-batch test R²).")
     return "\n".join(out)
 

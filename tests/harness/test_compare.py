@@ -96,6 +96,28 @@ def test_a_checkpoint_scored_on_test_only_is_tabulated(tmp_path):
     assert table["columns"][0]["cells"]["cumsum"]["r2"] == 0.4
 
 
+def test_a_scored_checkpoint_is_a_column_of_its_own_and_never_replaces_its_run(tmp_path):
+    """`eval --checkpoint RUN/checkpoints/best.pt` copies the run's config (same column digest, same seed) and writes
+    test scores only; written later, it used to replace the trained run's cell as the newest run of that seed, and the
+    cell lost its validation figure ("0.997 / nan"). A fresh model scored (`score_only`) is labelled apart."""
+    trained = _finished(tmp_path / "trained", _config(100, 0), 0.9)
+    scored = _finished(tmp_path / "scored", _config(100, 0), 0.9, test_only=True)
+    untrained = _finished(tmp_path / "untrained", _config(100, 0), -0.2, test_only=True)
+    for folder, checkpoint in ((scored, "trained/checkpoints/best.pt"), (untrained, None)):
+        m = json.loads((folder / "metrics.json").read_text())
+        m["test"]["r2_batchavg"] = m["test"]["r2"] - 0.02
+        (folder / "metrics.json").write_text(json.dumps({**m, "scored_checkpoint": checkpoint}))
+    os.utime(trained / "metrics.json", (1, 1))  # the trained run is the oldest
+    table = build_table(load_runs([trained, scored, untrained]))
+    cells = {c["label"]: c["cells"]["cumsum"] for c in table["columns"]}
+    assert len(cells) == 3
+    run = next(c for label, c in cells.items() if "[" not in label)
+    assert run["r2"] == 0.9 and abs(run["r2_batchavg"] - 0.89) < 1e-12  # validation's per-batch figure kept
+    assert [c["r2_batchavg"] for label, c in cells.items() if label.endswith("[scored]")] == [pytest.approx(0.88)]
+    assert [c["r2"] for label, c in cells.items() if label.endswith("[untrained]")] == [-0.2]
+    assert "nan" not in render_text(table)
+
+
 def test_json_results_are_strict_json(capsys):
     emit({"val": {"r2": float("nan"), "per_class": [1.0, float("inf")]}, "steps": 3}, True, "unused")
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
