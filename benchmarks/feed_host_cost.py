@@ -1,5 +1,5 @@
 """What handing one batch to the training step costs the host: the training thread's CPU time per batch, and the
-whole process's (the staging thread included), for the plain feed and the staged (pinned-buffer) feed.
+staging thread's beside it, for the plain feed and the staged (pinned-buffer) feed.
 
 On a GPU whose step is bound by the host launching kernels (DLR, S4D at the paper setting may be: about 700-950
 operators a step), the training thread's share is what a step pays; the staging thread runs beside it, on a core of
@@ -56,23 +56,48 @@ def _host_only_feed(stage: bool, workers: int):
 
             return Passed()
 
+        def _copy_in(self, fields, slot):
+            self.staged_bytes += sum(v.nbytes for k, v in fields.items() if k in self.fields)
+            return super()._copy_in(fields, slot)
+
+    HostOnly.staged_bytes = 0
     return HostOnly(TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 10 ** 6, workers=workers), "cpu", stage=stage)
 
 
 def cost(stage: bool, workers: int, batches: int = 48) -> tuple[float, float, float]:
-    """(wall, training-thread CPU, process CPU) seconds per batch over `batches` batches already read ahead."""
-    it = iter(_host_only_feed(stage, workers))
+    """(wall, training-thread CPU, staging-thread CPU) seconds per batch: the training thread's over `batches`
+    batches already read ahead, the staging thread's over the batches it staged in that time (it copies whole
+    worker messages, and runs ahead by up to its buffers)."""
+    import threading
+
+    clock = _sibling("step_ab").thread_clock
+    feed = _host_only_feed(stage, workers)
+    it = iter(feed)
     try:
         for _ in range(40):  # start-up, buffers, the first messages
             next(it)
         time.sleep(1.0)  # the workers fill their read-ahead (4 messages each: 64 steps)
-        t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+        helper = next((t for t in threading.enumerate() if t.name == "ssmbench-staging"), None)
+        staged, h0 = feed.staged_bytes, _thread_cpu(helper)
+        t0, c0 = time.perf_counter(), clock()[0]
         for _ in range(batches):
             next(it)
-        return ((time.perf_counter() - t0) / batches, (time.thread_time() - c0) / batches,
-                (time.process_time() - p0) / batches)
+        t1, c1 = time.perf_counter(), clock()[0]
+        time.sleep(0.5)  # the staging thread refills the buffers freed in the window
+        step_bytes = 16 * 4096 * 4 * 4  # inputs (3 channels) and targets (1), float32
+        staged_batches = (feed.staged_bytes - staged) / step_bytes
+        helper_cpu = (_thread_cpu(helper) - h0) / staged_batches if staged_batches else 0.0
+        return (t1 - t0) / batches, (c1 - c0) / batches, helper_cpu
     finally:
         it.close()
+
+
+def _thread_cpu(thread) -> float:
+    """CPU seconds of another thread of this process so far (Linux), 0 for none."""
+    if thread is None:
+        return 0.0
+    with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
 
 
 def _host_bound_step():
@@ -94,14 +119,15 @@ def _host_bound_step():
     return step
 
 
-def beside_step(workers: int, rounds: int, window: int = 48) -> dict[str, tuple[float, float, float]]:
+def beside_step(workers: int, rounds: int, window: int = 48) -> dict[str, tuple[float, ...]]:
     """Per feed (none / plain / staged), medians over interleaved rounds of the training thread's seconds a step:
-    (wall, CPU, waiting for a core), each step taking one batch of that feed first."""
+    (wall, CPU, waiting for a core, the feed's data wait: for the plain feed this includes receiving the workers'
+    messages in this thread), each step taking one batch of that feed first."""
     clock = _sibling("step_ab").thread_clock
     torch.set_num_threads(1)
     step = _host_bound_step()
-    feeds = {"none": None, "plain": iter(_host_only_feed(False, workers)),
-             "staged": iter(_host_only_feed(True, workers))}
+    sources = {"plain": _host_only_feed(False, workers), "staged": _host_only_feed(True, workers)}
+    feeds = {"none": None, **{k: iter(v) for k, v in sources.items()}}
     try:
         for f in feeds.values():
             for _ in range(40):  # start-up, buffers, the first messages; the kernels and the allocator warm
@@ -109,21 +135,23 @@ def beside_step(workers: int, rounds: int, window: int = 48) -> dict[str, tuple[
                     next(f)
                 step()
         time.sleep(1.0)  # the workers fill their read-ahead
-        rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in feeds}
+        rows: dict[str, list[tuple[float, ...]]] = {k: [] for k in feeds}
         for _ in range(rounds):
             for kind, f in feeds.items():
+                waited = sources[kind].waited if kind in sources else 0.0
                 t0, (c0, q0) = time.perf_counter(), clock()
                 for _ in range(window):
                     if f is not None:
                         next(f)
                     step()
                 (c1, q1), t1 = clock(), time.perf_counter()
-                rows[kind].append(((t1 - t0) / window, (c1 - c0) / window, (q1 - q0) / window))
+                waited = (sources[kind].waited if kind in sources else 0.0) - waited
+                rows[kind].append(tuple(x / window for x in (t1 - t0, c1 - c0, q1 - q0, waited)))
     finally:
         for f in feeds.values():
             if f is not None:
                 f.close()
-    return {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in rows.items()}
+    return {k: tuple(statistics.median(r[i] for r in v) for i in range(4)) for k, v in rows.items()}
 
 
 def main() -> None:
@@ -140,10 +168,11 @@ def main() -> None:
         print(f"beside a host-bound step (DLR H = 8, L = 64, batch 2; one thread): cumsum L = 4096, batch 16, "
               f"{args.workers} worker(s), {args.rounds} rounds x 48 steps; medians, ms a step")
         base = rows["none"][0]
-        for kind, (wall, cpu, queued) in rows.items():
+        for kind, (wall, cpu, queued, waited) in rows.items():
             print(f"feed {kind:7s} wall {1e3 * wall:6.3f} ({100 * (wall / base - 1):+5.1f} %)  training thread: "
                   f"cpu {1e3 * cpu:6.3f}  waiting for a core {1e3 * queued:6.3f}  "
-                  f"asleep {1e3 * (wall - cpu - queued):6.3f}", flush=True)
+                  f"asleep {1e3 * (wall - cpu - queued):6.3f}  (the feed's data wait {1e3 * waited:6.3f})",
+                  flush=True)
         return
     rows: dict[str, list[tuple[float, float, float]]] = {"plain": [], "staged": []}
     for _ in range(args.rounds):
@@ -151,8 +180,8 @@ def main() -> None:
             rows[mode].append(cost(mode == "staged", args.workers))
     print(f"cumsum L = 4096, batch 16, {args.workers} worker(s), {args.rounds} rounds; medians, microseconds a batch")
     for mode, r in rows.items():
-        wall, thread, process = (statistics.median(x[i] for x in r) * 1e6 for i in range(3))
-        print(f"{mode:7s} wall {wall:6.0f}  training thread CPU {thread:6.0f}  process CPU {process:6.0f}")
+        wall, thread, helper = (statistics.median(x[i] for x in r) * 1e6 for i in range(3))
+        print(f"{mode:7s} wall {wall:6.0f}  training thread CPU {thread:6.0f}  staging thread CPU {helper:6.0f}")
 
 
 if __name__ == "__main__":

@@ -144,8 +144,50 @@ class _StepDataset:
             self._stream = TaskStream(*self.args[:2], seed=self.args[2])
         batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size, self.train_samples)
                    for step in range(*steps)]
-        # (k, B_rank, T, d_input) inputs and (k, B_rank, l_output, d_output) targets, one copy each
-        return {key: torch.from_numpy(np.stack([b[key] for b in batches])) for key in MODEL_FIELDS}
+        return stacked({key: [b[key] for b in batches] for key in MODEL_FIELDS})
+
+
+def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
+    """{key: (k, ...) tensor}: each key's k arrays stacked, e.g. (k, B_rank, T, d_input) inputs and (k, B_rank,
+    l_output, d_output) targets. In a DataLoader worker the stack is made straight in a free slot of the worker's
+    shared-memory ring (`ring.reserve`), when the message is large enough and a slot is free, and travels as (ring,
+    slot): the training process then maps no new shared memory, takes no file descriptor over a socket, and unmaps
+    nothing per message (on a 1-layer step at the paper setting those held the GIL for about 2 ms a message, stalling
+    a host-bound training thread; `benchmarks/feed_host_cost.py --beside-step`). Elsewhere, plain tensors.
+
+    >>> {k: tuple(v.shape) for k, v in stacked({"inputs": [np.zeros((2, 5, 1), np.float32)] * 3}).items()}
+    {'inputs': (3, 2, 5, 1)}
+    """
+    from ..data.read import ring
+
+    layout, total = ring.layout_for({k: (v[0].dtype.str, (len(v), *v[0].shape)) for k, v in parts.items()})
+    reserved = ring.reserve(layout, total)
+    if reserved is None:  # in this process, too small, too large, or every slot still held by the consumer
+        return {key: torch.from_numpy(np.stack(v)) for key, v in parts.items()}
+    reservation, out = reserved
+    for key, v in parts.items():
+        np.stack(v, out=out[key])
+    return _InRing(reservation, out)
+
+
+class _InRing:
+    """A message made in a slot of the worker's ring: it pickles as the slot's handle, which `ring.receive` turns
+    into {key: tensor}, views of the slot, in the training process (the slot is free again once they are gone)."""
+
+    def __init__(self, reservation: Any, arrays: dict[str, np.ndarray]) -> None:
+        self.reservation, self.arrays = reservation, arrays
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from ..data.read import ring
+
+        shipped = self.reservation.ship()
+        if shipped is not None:
+            return ring.receive, shipped
+        return _tensors, ({k: np.array(v) for k, v in self.arrays.items()},)  # pickled again: copies
+
+
+def _tensors(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(v) for k, v in arrays.items()}
 
 
 class TrainFeed:
@@ -162,9 +204,15 @@ class TrainFeed:
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        for (a, b), message in zip(self.ranges, iterate_loader(self.loader), strict=True):
-            for j, step in enumerate(range(a, b)):
+        for steps, message in self.messages():
+            for j, step in enumerate(steps):
                 yield step, {key: value[j] for key, value in message.items()}
+
+    def messages(self) -> Iterator[tuple[range, dict[str, torch.Tensor]]]:
+        """(steps, {key: (len(steps), B_rank, ...) tensor}) as the workers send them (`DeviceFeed` copies a whole
+        message to pinned memory at once)."""
+        for (a, b), message in zip(self.ranges, iterate_loader(self.loader), strict=True):
+            yield range(a, b), message
 
 
 @dataclass

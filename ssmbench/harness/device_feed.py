@@ -1,11 +1,13 @@
 """Training batches handed to the device through page-locked buffers allocated once, and the wait for each batch.
 
-The data workers' batches arrive in the training process as shared-memory CPU tensors. On a CUDA device a
-background thread of `DeviceFeed` receives them and copies the model fields of each step into one of a few
-page-locked (pinned) host buffers, allocated once at the first step and then reused; the training thread sends
-each field with one non-blocking copy on the current stream and records an event after it. A buffer is written
-again only once the training thread has sent it and its event has passed on the GPU (a wait that happens only when
-the host runs `slots` steps ahead of the GPU, which is then busy).
+The data workers' batches arrive in the training process as shared-memory CPU tensors, several steps to a worker
+message. On a CUDA device a background thread of `DeviceFeed` receives the messages and copies the model fields of
+each into one of a few page-locked (pinned) host buffers, allocated once at the first step and then reused; the
+training thread sends each step's rows with one non-blocking copy per field on the current stream and records an
+event after the message's last step. A buffer is written again only once the training thread has sent all of it
+and its event has passed on the GPU (a wait that happens only when the host runs `slots` messages ahead of the GPU,
+which is then busy). Copying whole messages keeps the thread's takes of the GIL to a few a message: each take stalls
+a training thread that launches kernels non-stop (`benchmarks/feed_host_cost.py --beside-step`).
 
 This replaces the DataLoader's `pin_memory=True`, whose thread allocates new pinned memory for every worker message:
 a cudaHostAlloc, which page-locks the whole message while holding the CUDA driver's lock (torch's pinned cache
@@ -95,7 +97,7 @@ class DeviceFeed:
 
     def _staged(self) -> Iterator[tuple[int, dict[str, Any]]]:
         asked = time.perf_counter()
-        it = iter(self.feed)
+        it = _messages(self.feed)
         first = next(it, None)  # in this thread: the DataLoader forks its workers before the helper thread exists
         if first is None:
             return
@@ -112,6 +114,7 @@ class DeviceFeed:
         helper = threading.Thread(target=self._fill, args=(it, first, ready, free, stop), name="ssmbench-staging",
                                   daemon=True)
         helper.start()
+        del first  # the helper's now: a message held here would keep its worker's ring slot busy for the whole run
         gpu_before = self.gpu_waited
         try:
             while True:
@@ -120,43 +123,48 @@ class DeviceFeed:
                     return
                 if isinstance(item, _Failed):
                     raise item.exc
-                slot, step, host = item
+                slot, steps, host, stacked = item
                 self._waited(time.perf_counter() - asked - (self.gpu_waited - gpu_before))
-                batch = dict(host)
-                for key in self.fields:
-                    if isinstance(host.get(key), torch.Tensor) and key in self._buffers[slot]:
-                        batch[key] = self._to_device(host[key])
-                self._guards[slot] = self._record(self._guards[slot])
-                free.put(slot)  # after the event: the helper waits on it before writing the buffer again
-                del host
-                yield step, batch
-                asked, gpu_before = time.perf_counter(), self.gpu_waited
+                for j, step in enumerate(steps):
+                    if j:
+                        self._waited(time.perf_counter() - asked)  # the message is here: no wait
+                    batch = {k: v[j] if stacked and isinstance(v, torch.Tensor) else v for k, v in host.items()}
+                    for key in self.fields:
+                        if isinstance(batch.get(key), torch.Tensor) and key in self._buffers[slot]:
+                            batch[key] = self._to_device(batch[key])
+                    if j == len(steps) - 1:  # the message's last copies are queued: the event follows them
+                        self._guards[slot] = self._record(self._guards[slot])
+                        free.put(slot)  # the helper waits on the event before writing the buffer again
+                        del host
+                    yield step, batch
+                    asked, gpu_before = time.perf_counter(), self.gpu_waited
         finally:
             stop.set()
             helper.join(self.join_timeout)
             if not helper.is_alive():  # else it is inside the feed, which cannot be closed from here
-                close = getattr(it, "close", None)
-                if close is not None:
-                    close()  # shuts the DataLoader workers down now, not at the interpreter's exit
+                it.close()  # shuts the DataLoader workers down now, not at the interpreter's exit
 
     def _fill(self, it: Iterator[Any], item: Any, ready: queue.Queue[Any], free: queue.Queue[int],
               stop: threading.Event) -> None:
-        """The helper thread: next batch of the CPU feed -> a free buffer, once the GPU has released it -> `ready`."""
+        """The helper thread: next message of the CPU feed -> a free buffer, once the GPU has released it -> `ready`.
+
+        A whole worker message (up to 16 steps) is copied at once: the thread takes the GIL a few times a message
+        rather than a dozen times a step, each take a stall for a training thread that launches kernels non-stop."""
         try:
             if self.device.type == "cuda" and self.device.index is not None:
                 torch.cuda.set_device(self.device)  # a new thread's device is 0: no context on another rank's GPU
             while item is not None and not stop.is_set():
-                step, batch = item
+                steps, fields, stacked = item
                 slot = _get(free, stop)
                 if slot is None:
                     return
                 guard = self._guards[slot]
                 if guard is not None:
                     t0 = time.perf_counter()
-                    guard.synchronize()  # the copies sent from this buffer `slots` steps ago have run
+                    guard.synchronize()  # the copies sent from this buffer have run
                     self.gpu_waited += time.perf_counter() - t0
-                ready.put((slot, step, self._copy_in(batch, slot)))
-                del batch
+                ready.put((slot, steps, self._copy_in(fields, slot), stacked))
+                item = fields = None  # the worker's message is copied: its ring slot is free again
                 item = None if stop.is_set() else next(it, None)
             ready.put(_END)
         except BaseException as exc:  # noqa: BLE001 - raised again in the training thread
@@ -196,6 +204,21 @@ class DeviceFeed:
         event = event if event is not None else torch.cuda.Event()
         event.record(torch.cuda.current_stream(self.device))
         return event
+
+
+def _messages(feed: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[tuple[Any, dict[str, Any], bool]]:
+    """(steps, fields, stacked) of a feed: its workers' messages as they come where it has `messages()` (each
+    tensor field holds one row per step: `stacked`), else one step at a time. Closing this closes the feed's
+    iterator (its DataLoader workers stop)."""
+    stacked = hasattr(feed, "messages")
+    source = feed.messages() if stacked else iter(feed)
+    try:
+        for steps, fields in source:
+            yield (steps, fields, True) if stacked else ([steps], fields, False)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 def _copy(dst: torch.Tensor, src: torch.Tensor) -> None:

@@ -23,6 +23,29 @@ def test_stacked_messages_yield_the_same_steps_as_single_ones():
             assert torch.equal(a[key], b[key]) and torch.equal(a[key], torch.from_numpy(direct[key]))
 
 
+def test_large_messages_travel_through_the_workers_ring_and_equal_the_stream(monkeypatch):
+    """Messages of 256 KiB are made in a slot of the worker's shared-memory ring and arrive as views of it; a
+    consumer that holds on to every batch runs the ring out of free slots, and the later messages take the other way
+    (fresh shared memory) without waiting. Either way the batches equal the stream's."""
+    from ssmbench.data.read import ring
+
+    received = []
+    real = ring.receive
+    monkeypatch.setattr(ring, "receive", lambda *a: received.append(a[2]) or real(*a))  # unpickling looks it up
+    args = ("cumsum", {"L": 1024}, 2, 8)  # 8 x 1024 x (3 + 1) float32 = 128 KiB a step
+    held = list(TrainFeed(*args, start_step=0, stop_step=24, workers=1, steps_per_message=2))  # 12 messages
+    assert 0 < len(received) < 12
+    stream = TaskStream("cumsum", {"L": 1024}, seed=2)
+    for step, batch in held:
+        direct = stream.train_batch(step, 8, 0, 1)
+        assert all(torch.equal(batch[k], torch.from_numpy(direct[k])) for k in ("inputs", "targets")), step
+    received.clear()
+    sums = [float(b["targets"].sum()) for _, b in TrainFeed(*args, start_step=0, stop_step=24, workers=1,
+                                                             steps_per_message=2)]  # each batch dropped in turn
+    assert len(received) == 12 and len(set(received)) < 12  # every message, slots used again
+    assert sums == [float(b["targets"].sum()) for _, b in held]
+
+
 def test_rank_shares_are_stacked_per_rank():
     args = ("cumsum", {"L": 16}, 0, 6)
     whole = dict(TrainFeed(*args, start_step=0, stop_step=4, workers=0, steps_per_message=1))

@@ -72,6 +72,41 @@ def test_staged_batches_equal_the_stream_with_a_gpu_running_behind(slots):
     assert feed.allocations == 2 * slots  # never again
 
 
+def test_a_workers_message_is_copied_once_and_not_kept_after_its_steps():
+    """A feed with `messages()` (TrainFeed): one copy into a pinned buffer per message, not per step (each copy is a
+    few takes of the GIL from the training thread); the steps are the message's rows, in order, intact with a GPU
+    running behind; and no message is kept once copied (a kept one holds its worker's ring slot)."""
+    import gc
+    import weakref
+
+    made = []
+
+    class Messages:
+        def messages(self):
+            for m in range(3):  # 4 steps each, rows 10 * step + column
+                rows = torch.arange(4 * 5, dtype=torch.float32).reshape(4, 5) + 20 * m
+                rows = (rows // 5) * 10 + rows % 5  # step s: 10 s + [0..4]
+                made.append(weakref.ref(rows))
+                yield range(4 * m, 4 * m + 4), {"inputs": rows, "targets": rows[:, :1] * -1}
+
+    feed = _LateCopies(Messages(), "cpu", slots=1)
+    copies = []
+    real = feed._copy_in
+    feed._copy_in = lambda fields, slot: copies.append(slot) or real(fields, slot)
+    got = []
+    for step, batch in feed:
+        got.append((step, batch))
+        if step == 8:  # the last message arrived: the first is gone (the one buffer was copied into again)
+            gc.collect()
+            assert made[0]() is None
+    feed.run()
+    assert len(copies) == 3
+    assert [s for s, _ in got] == list(range(12))
+    for step, batch in got:
+        assert batch["inputs"].tolist() == [10.0 * step + c for c in range(5)], step
+        assert batch["targets"].tolist() == [-10.0 * step]
+
+
 def test_a_larger_batch_grows_the_buffers_and_smaller_ones_reuse_them():
     small, large, half = torch.arange(6.0).reshape(2, 3), torch.arange(70000.0), torch.ones(3, dtype=torch.bfloat16)
     steps = [(0, {"inputs": small, "targets": half}), (1, {"inputs": large, "targets": half}),
