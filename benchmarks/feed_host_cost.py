@@ -64,7 +64,7 @@ def _host_only_feed(stage: bool, workers: int):
     return HostOnly(TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 10 ** 6, workers=workers), "cpu", stage=stage)
 
 
-def cost(stage: bool, workers: int, batches: int = 48) -> tuple[float, float, float]:
+def cost(stage: bool, workers: int, batches: int = 32) -> tuple[float, float, float]:
     """(wall, training-thread CPU, staging-thread CPU) seconds per batch: the training thread's over `batches`
     batches already read ahead, the staging thread's over the batches it staged in that time (it copies whole
     worker messages, and runs ahead by up to its buffers)."""

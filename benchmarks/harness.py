@@ -169,7 +169,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from ssmbench.harness import device_feed
-    from ssmbench.harness.batches import auto_steps_per_message, prefer_fork_safe_numba
+    from ssmbench.harness.batches import auto_steps_per_message, message_bytes, prefer_fork_safe_numba
     from ssmbench.harness.evaluation import evaluate
     from ssmbench.harness.run_config import RunConfig
 
@@ -190,7 +190,8 @@ def main() -> None:
                 print(f"skip {setting}/{model}: {exc}", file=sys.stderr)
                 continue
             bare, bare_peak, bare_median = bare_loop(cfg, args.steps, device)
-            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size)
+            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size,
+                                                               message_bytes(cfg.data.prefetch))
             for feed in args.feed:
                 device_feed.LOADER_PINS = feed == "loader-pinned"
                 _empty_host_cache(device)

@@ -4,9 +4,11 @@ The paper's protocol draws a fresh batch every step. Batch `s` is a pure functio
 (`TaskStream.train_batch`), so background workers can produce steps s+1, s+2, ... while the model trains on s,
 and a resumed run continues with exactly the batches it would have seen. Workers are DataLoader processes over a
 map-style dataset indexed by a range of steps: a worker stacks several consecutive steps into one message
-(`steps_per_message`, automatic: up to 16 steps and about 16 MiB), because handing a message from a worker to the
-training process costs about 1-2 ms whatever its size, more than generating a small atomic batch. Validation and
-test samples come from the same keys `ssmbench generate` uses; each rank holds only its contiguous slice.
+(`steps_per_message`, automatic: up to 16 steps and about 16 MiB, or less so that the worker's shared-memory ring has
+a slot for every message in flight), because handing a message from a worker to the training process costs more
+than generating a small atomic batch. A message is stacked straight into a slot of the worker's ring and arrives as a
+view of it (`stacked`). Validation and test samples come from the same keys `ssmbench generate` uses; each rank holds
+only its contiguous slice.
 
 Example:
     >>> feed = TrainFeed("cumsum", {"L": 16}, data_seed=0, batch_size=4, start_step=2, stop_step=4, workers=0)
@@ -72,11 +74,14 @@ MESSAGE_BYTES = 16 << 20
 MAX_STEPS_PER_MESSAGE = 16
 
 
-def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size: int) -> int:
-    """How many steps a worker stacks into one message: as many as fit MESSAGE_BYTES, at most 16.
+def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size: int,
+                           max_bytes: int = MESSAGE_BYTES) -> int:
+    """How many steps a worker stacks into one message: as many as fit `max_bytes`, at most 16.
 
     >>> auto_steps_per_message("cumsum", {"L": 4096}, 16)  # 16 x 4096 x (3 + 1) float32 = 1 MiB a step
     16
+    >>> auto_steps_per_message("cumsum", {"L": 4096}, 16, max_bytes=message_bytes(4, ring_bytes=64 << 20))
+    10
     >>> auto_steps_per_message("cumsum", {"L": 64}, 16)
     16
     """
@@ -85,7 +90,21 @@ def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size
 
     spec = get_task(task).spec(from_plain(task, task_config))
     step_bytes = 4 * batch_size * (spec.seq_len * spec.d_input + spec.l_output * spec.d_output)
-    return max(1, min(MAX_STEPS_PER_MESSAGE, MESSAGE_BYTES // max(1, step_bytes)))
+    return max(1, min(MAX_STEPS_PER_MESSAGE, max_bytes // max(1, step_bytes)))
+
+
+def message_bytes(prefetch: int, ring_bytes: int | None = None) -> int:
+    """The largest message a worker should make: MESSAGE_BYTES, or less so that its shared-memory ring (`ring_bytes`,
+    default `ring.ring_budget()`) holds one slot for each message read ahead (`prefetch`), the one being consumed and
+    the one being made. A message that finds no free slot takes the slower way (new shared memory, a descriptor passed
+    over a socket, an unmap): with 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages went that way to a
+    staged feed taking a step every 4 ms (16 of 109 to a plain one); with 10-step messages and 6 slots, 1 of 160 (and
+    no sampled batch of the plain feed)."""
+    if ring_bytes is None:
+        from ..data.read.ring import ring_budget
+
+        ring_bytes = ring_budget()
+    return min(MESSAGE_BYTES, ring_bytes // (max(1, prefetch) + 2))
 
 
 def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_memory: bool) -> Any:
@@ -198,7 +217,7 @@ class TrainFeed:
                  pin_memory: bool = False, steps_per_message: int | None = None,
                  train_samples: int | None = None) -> None:
         self.start, self.stop = start_step, stop_step
-        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size)
+        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size, message_bytes(prefetch))
         self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
         dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)

@@ -41,8 +41,8 @@ import torch
 
 MODEL_FIELDS = ("inputs", "targets")
 STAGING_BYTES = 64 << 20
-"""Pinned bytes a feed aims for: between 4 and 16 buffers of one step's model fields (16 at the paper's atomic
-setting, where a step is 1 MiB)."""
+"""Pinned bytes a feed aims for: between 4 and 16 buffers of one worker message's model fields (6 at the paper's
+atomic setting, where a message is 10 steps of 1 MiB; a feed without messages has one step to a buffer)."""
 
 LOADER_PINS = False
 """True: the former path (the DataLoader's pin-memory thread pins every worker message; the training step sends
@@ -65,7 +65,7 @@ class DeviceFeed:
         """Args:
             feed: (step, {field: CPU tensor}) in step order (`folder_feed.feed_for`).
             device: where the model runs. fields: the fields sent (the others pass through on the CPU).
-            slots: pinned buffers, reused in turn (default: from STAGING_BYTES and the first batch).
+            slots: pinned buffers, reused in turn (default: from STAGING_BYTES and the first message).
             stage: send through pinned buffers filled by a background thread (default: on a CUDA device).
         """
         self.feed, self.device, self.fields = feed, torch.device(device), tuple(fields)

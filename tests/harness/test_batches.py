@@ -23,27 +23,43 @@ def test_stacked_messages_yield_the_same_steps_as_single_ones():
             assert torch.equal(a[key], b[key]) and torch.equal(a[key], torch.from_numpy(direct[key]))
 
 
-def test_large_messages_travel_through_the_workers_ring_and_equal_the_stream(monkeypatch):
+def _in_a_ring(t: torch.Tensor) -> bool:
+    """Whether a tensor's data lies in a shared-memory ring this process was sent by a worker."""
+    from ssmbench.data.read import ring
+
+    return any(r.data_ptr() <= t.data_ptr() < r.data_ptr() + r.numel() for r, _ in ring._held.values())
+
+
+def test_large_messages_travel_through_the_workers_ring_and_equal_the_stream():
     """Messages of 256 KiB are made in a slot of the worker's shared-memory ring and arrive as views of it; a
     consumer that holds on to every batch runs the ring out of free slots, and the later messages take the other way
     (fresh shared memory) without waiting. Either way the batches equal the stream's."""
-    from ssmbench.data.read import ring
-
-    received = []
-    real = ring.receive
-    monkeypatch.setattr(ring, "receive", lambda *a: received.append(a[2]) or real(*a))  # unpickling looks it up
     args = ("cumsum", {"L": 1024}, 2, 8)  # 8 x 1024 x (3 + 1) float32 = 128 KiB a step
     held = list(TrainFeed(*args, start_step=0, stop_step=24, workers=1, steps_per_message=2))  # 12 messages
-    assert 0 < len(received) < 12
+    through_ring = [_in_a_ring(batch["inputs"]) for step, batch in held if step % 2 == 0]
+    assert through_ring[0] and not through_ring[-1]
     stream = TaskStream("cumsum", {"L": 1024}, seed=2)
     for step, batch in held:
         direct = stream.train_batch(step, 8, 0, 1)
         assert all(torch.equal(batch[k], torch.from_numpy(direct[k])) for k in ("inputs", "targets")), step
-    received.clear()
-    sums = [float(b["targets"].sum()) for _, b in TrainFeed(*args, start_step=0, stop_step=24, workers=1,
-                                                             steps_per_message=2)]  # each batch dropped in turn
-    assert len(received) == 12 and len(set(received)) < 12  # every message, slots used again
+    places, sums = [], []
+    for step, batch in TrainFeed(*args, start_step=0, stop_step=24, workers=1, steps_per_message=2):
+        if step % 2 == 0:  # each batch dropped in turn: every message through the ring, its slots used again
+            places.append((_in_a_ring(batch["inputs"]), batch["inputs"].data_ptr()))
+        sums.append(float(batch["targets"].sum()))
+    assert all(ok for ok, _ in places) and len({p for _, p in places}) < len(places)
     assert sums == [float(b["targets"].sum()) for _, b in held]
+
+
+def test_a_feed_sizes_its_messages_for_a_ring_slot_per_message_in_flight():
+    """At the paper's setting (1 MiB a step) and 4 messages read ahead, a 64 MiB ring holds 6 messages of 10 steps:
+    those read ahead, the one consumed and the one being made (with 16-step messages and 4 slots, 28 of 97 went the
+    slow way to a consumer slower than the worker)."""
+    from ssmbench.harness.batches import message_bytes
+
+    assert message_bytes(4, ring_bytes=64 << 20) == (64 << 20) // 6
+    assert auto_steps_per_message("cumsum", {"L": 4096}, 16, message_bytes(4, ring_bytes=64 << 20)) == 10
+    assert message_bytes(1, ring_bytes=1 << 30) == 16 << 20  # a large ring: MESSAGE_BYTES
 
 
 def test_rank_shares_are_stacked_per_rank():
