@@ -18,6 +18,7 @@ host-bound step (one whose GPU work is shorter than the host's time to launch it
 
     python benchmarks/step_ab.py --models dlr s4d --setting quick                    # this CPU
     python benchmarks/step_ab.py --setting paper --device cuda --workers 4           # a GPU machine
+    python benchmarks/step_ab.py --setting paper --device cuda --workers 4 --compile --models dlr s4d
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def compare(model: str, setting: str, device: str, workers: int, rounds: int,
-            window: int) -> dict[str, tuple[float, float, float]]:
+def compare(model: str, setting: str, device: str, workers: int, rounds: int, window: int,
+            compile_model: bool = False) -> dict[str, tuple[float, float, float]]:
     """Per kind (bare / train_step / train_step + feed), medians over `rounds` interleaved rounds of seconds per
     step: (wall, the training thread's CPU, its time waiting for a core)."""
     from ssmbench.harness import trainer
@@ -62,7 +63,8 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int,
     prefer_fork_safe_numba()
     steps = 3 * rounds * window + 10
     cfg = RunConfig.resolve(model, "cumsum", SETTINGS[setting], overrides={
-        "train.steps": steps, "data.workers": workers, "hardware.device": device, "eval.val_samples": 16})
+        "train.steps": steps, "data.workers": workers, "hardware.device": device, "eval.val_samples": 16,
+        "hardware.compile": compile_model})
     apply_threads(cfg.hardware.threads, cfg.data.workers)
     s = trainer.setup(cfg)
     dev = s.env.device
@@ -114,11 +116,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--window", type=int, default=10, help="steps per round and kind")
+    ap.add_argument("--compile", action="store_true", help="-o hardware.compile=true: torch.compile the model (fewer, "
+                    "fused kernels: what a step bound by the host's launches gains)")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {args.setting} setting (cumsum), device {args.device}, {args.workers} "
-          f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step", flush=True)
+          f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step"
+          f"{', torch.compile' if args.compile else ''}", flush=True)
     for model in args.models:
-        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window)
+        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window, args.compile)
         base = m["bare"][0]
         print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v[0]:8.2f} ms ({100 * (v[0] / base - 1):+5.1f} %)"
                                           for k, v in m.items()), flush=True)

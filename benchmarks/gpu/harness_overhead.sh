@@ -7,7 +7,9 @@
 #     the training thread's split of a step: CPU / waiting for a core / asleep (mostly the GIL);
 #  3. beside: `benchmarks/feed_host_cost.py --beside-step` -- the plain and the staged feed beside a host-bound step
 #     (host only, no GPU used): what the staging thread's GIL takes cost a step that launches kernels non-stop.
-# About 3.5 minutes on an H100 / H200.
+#  4. with COMPILE_AB=1: step_ab for DLR and S4D under torch.compile (Inductor does not fuse complex operators, so
+#     DLR may gain little; up to COMPILE_LIMIT s).
+# About 3.5 minutes on an H100 / H200 (plus up to 4 with COMPILE_AB=1).
 # Usage: benchmarks/gpu/harness_overhead.sh OUTDIR [DEVICE] [STEPS]
 # Dry run on a CPU: SKIP_INSTALL=1 ROWS_LIMIT=900 AB_LIMIT=900 MODELS="dlr" AB_ROUNDS=2 BESIDE_ROUNDS=2 \
 #     benchmarks/gpu/harness_overhead.sh /tmp/ho cpu 2
@@ -32,4 +34,8 @@ run step_ab "${AB_LIMIT:-120}" benchmarks/step_ab.py --setting paper --device "$
     --rounds "${AB_ROUNDS:-12}" --models $models
 run beside "${BESIDE_LIMIT:-60}" benchmarks/feed_host_cost.py --beside-step --workers 4 \
     --rounds "${BESIDE_ROUNDS:-12}"
-cat "$out"/rows.txt "$out"/step_ab.txt "$out"/beside.txt
+if [ -n "${COMPILE_AB:-}" ]; then  # opt-in: the host-bound models under torch.compile (fewer, fused kernels)
+  run step_ab_compile "${COMPILE_LIMIT:-240}" benchmarks/step_ab.py --setting paper --device "$device" --workers 4 \
+      --rounds "${AB_ROUNDS:-12}" --compile --models dlr s4d
+fi
+cat "$out"/rows.txt "$out"/step_ab.txt "$out"/beside.txt "$out"/step_ab_compile.txt 2>/dev/null
