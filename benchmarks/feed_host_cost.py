@@ -78,7 +78,8 @@ def cost(stage: bool, workers: int, batches: int = 32) -> tuple[float, float, fl
             next(it)
         time.sleep(1.0)  # the workers fill their read-ahead (4 messages each: 64 steps)
         helper = next((t for t in threading.enumerate() if t.name == "ssmbench-staging"), None)
-        staged, h0 = feed.staged_bytes, _thread_cpu(helper)
+        helper_cpu = (lambda: clock(helper.native_id)[0]) if helper is not None else (lambda: 0.0)
+        staged, h0 = feed.staged_bytes, helper_cpu()
         t0, c0 = time.perf_counter(), clock()[0]
         for _ in range(batches):
             next(it)
@@ -86,18 +87,10 @@ def cost(stage: bool, workers: int, batches: int = 32) -> tuple[float, float, fl
         time.sleep(0.5)  # the staging thread refills the buffers freed in the window
         step_bytes = 16 * 4096 * 4 * 4  # inputs (3 channels) and targets (1), float32
         staged_batches = (feed.staged_bytes - staged) / step_bytes
-        helper_cpu = (_thread_cpu(helper) - h0) / staged_batches if staged_batches else 0.0
-        return (t1 - t0) / batches, (c1 - c0) / batches, helper_cpu
+        per_batch = (helper_cpu() - h0) / staged_batches if staged_batches else 0.0
+        return (t1 - t0) / batches, (c1 - c0) / batches, per_batch
     finally:
         it.close()
-
-
-def _thread_cpu(thread) -> float:
-    """CPU seconds of another thread of this process so far (Linux), 0 for none."""
-    if thread is None:
-        return 0.0
-    with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
-        return int(f.read().split()[0]) / 1e9
 
 
 def _host_bound_step():

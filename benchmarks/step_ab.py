@@ -33,11 +33,12 @@ import torch
 SETTINGS = {"paper": "paper", "quick": "quick"}
 
 
-def thread_clock() -> tuple[float, float]:
-    """(CPU seconds, seconds runnable but not running) of the calling thread so far; the second is nan where the
-    kernel does not say (not Linux)."""
+def thread_clock(native_id: int | None = None) -> tuple[float, float]:
+    """(CPU seconds, seconds runnable but not running) of the calling thread (or the thread of this process with
+    `native_id`) so far; the second is nan where the kernel does not say (not Linux)."""
+    path = "/proc/thread-self/schedstat" if native_id is None else f"/proc/self/task/{native_id}/schedstat"
     try:
-        with open("/proc/thread-self/schedstat") as f:
+        with open(path) as f:
             on_cpu, queued = f.read().split()[:2]
         return int(on_cpu) / 1e9, int(queued) / 1e9
     except OSError:

@@ -215,6 +215,7 @@ def _messages(feed: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[tuple[Any,
     try:
         for steps, fields in source:
             yield (steps, fields, True) if stacked else ([steps], fields, False)
+            del fields  # copied by now: not held here while the next message is awaited (it holds a ring slot)
     finally:
         close = getattr(source, "close", None)
         if close is not None:
