@@ -17,6 +17,7 @@ On a machine with a core for every thread the second is ~0 and the third is what
 
     python benchmarks/feed_host_cost.py --rounds 3
     python benchmarks/feed_host_cost.py --beside-step --rounds 12
+    py-spy record --gil --threads -r 200 -f raw -o gil.txt -- python benchmarks/feed_host_cost.py --hold 25
 """
 
 from __future__ import annotations
@@ -152,10 +153,23 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3, help="alternating plain / staged measurements")
     ap.add_argument("--beside-step", action="store_true", help="the feeds beside a host-bound training step")
+    ap.add_argument("--hold", type=float, metavar="SECONDS",
+                    help="only run the host-bound step beside the staged feed this long (for a profiler)")
     args = ap.parse_args()
     from ssmbench.harness.batches import prefer_fork_safe_numba
 
     prefer_fork_safe_numba()
+    if args.hold:
+        torch.set_num_threads(1)
+        step, feed = _host_bound_step(), iter(_host_only_feed(True, args.workers))
+        steps, end = 0, time.perf_counter() + args.hold
+        while time.perf_counter() < end:
+            next(feed)
+            step()
+            steps += 1
+        feed.close()
+        print(f"{steps} steps beside the staged feed in {args.hold:g} s")
+        return
     if args.beside_step:
         rows = beside_step(args.workers, args.rounds)
         print(f"beside a host-bound step (DLR H = 8, L = 64, batch 2; one thread): cumsum L = 4096, batch 16, "
