@@ -39,6 +39,15 @@ def _sibling(name: str):
     return mod
 
 
+def _messages_line(workers: int) -> str:
+    """'K steps a message, /dev/shm N MiB free': what sized the workers' messages (`batches.message_bytes`)."""
+    from ssmbench.data.read.ring import shm_free
+    from ssmbench.harness.batches import TrainFeed
+
+    k = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 10 ** 6, workers=workers).steps_per_message
+    return f"{k} steps a message, /dev/shm {(shm_free() or 0) >> 20} MiB free"
+
+
 def _host_only_feed(stage: bool, workers: int):
     from ssmbench.harness.batches import TrainFeed
     from ssmbench.harness.device_feed import DeviceFeed
@@ -170,10 +179,11 @@ def main() -> None:
         feed.close()
         print(f"{steps} steps beside the staged feed in {args.hold:g} s")
         return
+    messages = _messages_line(args.workers)  # before the workers' rings take their part of /dev/shm
     if args.beside_step:
         rows = beside_step(args.workers, args.rounds)
         print(f"beside a host-bound step (DLR H = 8, L = 64, batch 2; one thread): cumsum L = 4096, batch 16, "
-              f"{args.workers} worker(s), {args.rounds} rounds x 48 steps; medians, ms a step")
+              f"{args.workers} worker(s), {messages}, {args.rounds} rounds x 48 steps; medians, ms a step")
         base = rows["none"][0]
         for kind, (wall, cpu, queued, waited) in rows.items():
             print(f"feed {kind:7s} wall {1e3 * wall:6.3f} ({100 * (wall / base - 1):+5.1f} %)  training thread: "
@@ -185,7 +195,8 @@ def main() -> None:
     for _ in range(args.rounds):
         for mode in rows:
             rows[mode].append(cost(mode == "staged", args.workers))
-    print(f"cumsum L = 4096, batch 16, {args.workers} worker(s), {args.rounds} rounds; medians, microseconds a batch")
+    print(f"cumsum L = 4096, batch 16, {args.workers} worker(s), {messages}, {args.rounds} rounds; medians, "
+          "microseconds a batch")
     for mode, r in rows.items():
         wall, thread, helper = (statistics.median(x[i] for x in r) * 1e6 for i in range(3))
         print(f"{mode:7s} wall {wall:6.0f}  training thread CPU {thread:6.0f}  staging thread CPU {helper:6.0f}")

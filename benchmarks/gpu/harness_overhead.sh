@@ -18,7 +18,7 @@ set -u
 out=${1:?OUTDIR}; device=${2:-cuda}; steps=${3:-150}
 models=${MODELS:-dlr attention s4d lru dss_exp las_chunk las}
 mkdir -p "$out"
-{ date -u; nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+{ date -u; nproc; df -m /dev/shm; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; git rev-parse HEAD
   git status --short -- ssmbench benchmarks reference_models; } > "$out/env.txt" 2>&1
 run() {  # NAME TIMEOUT_S SCRIPT ARGS...: one benchmark process, its rows as they come, never past its time

@@ -12,7 +12,7 @@ out=${1:?OUT}; budget=${2:-540}; workers=${3:-6}; parallel=${4:-1}
 export PYTHONUNBUFFERED=1
 mkdir -p "$out" runs/paper
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1 || cat "$out/install.log"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; df -m /dev/shm
   python3 -c "import torch, numba; print('torch', torch.__version__, 'numba', numba.__version__)"; } \
   > "$out/environment.txt" 2>&1
 before=$(ls benchmarks/results/paper 2>/dev/null)

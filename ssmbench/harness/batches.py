@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.read.ring import MIN_SLOTS, RING_BYTES
+
 MODEL_FIELDS = ("inputs", "targets")
 
 
@@ -93,18 +95,26 @@ def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size
     return max(1, min(MAX_STEPS_PER_MESSAGE, max_bytes // max(1, step_bytes)))
 
 
-def message_bytes(prefetch: int, ring_bytes: int | None = None) -> int:
-    """The largest message a worker should make: MESSAGE_BYTES, or less so that its shared-memory ring (`ring_bytes`,
-    default `ring.ring_budget()`) holds one slot for each message read ahead (`prefetch`), the one being consumed and
-    the one being made. A message that finds no free slot takes the slower way (new shared memory, a descriptor passed
-    over a socket, an unmap): with 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages went that way to a
-    staged feed taking a step every 4 ms (16 of 109 to a plain one); with 10-step messages and 6 slots, 1 of 160 (and
-    no sampled batch of the plain feed)."""
-    if ring_bytes is None:
-        from ..data.read.ring import ring_budget
+def message_bytes(prefetch: int, ring_bytes: int | None = None, workers: int = 1) -> int:
+    """The largest message a worker should make: MESSAGE_BYTES, or less so that its shared-memory ring holds one slot
+    for each message read ahead (`prefetch`), the one being consumed and the one being made (and at least the four
+    slots without which no ring is made), with 1/64 of the ring
+    to spare (its header, the slots' alignment, and /dev/shm space the DataLoader's own queues take after this is
+    sized). `ring_bytes` defaults to the smallest ring of `workers` workers (`ring.ring_budgets`): a message that finds
+    no free slot takes the slower way (new shared memory, a descriptor passed over a socket, an unmap), and a ring
+    that cannot hold four slots is not made at all. With 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages
+    went that way to a staged feed taking a step every 4 ms (16 of 109 to a plain one); with 10-step messages and 6
+    slots, 1 of 160 (and no sampled batch of the plain feed).
 
-        ring_bytes = ring_budget()
-    return min(MESSAGE_BYTES, ring_bytes // (max(1, prefetch) + 2))
+    >>> message_bytes(4, ring_bytes=64 << 20) / 2 ** 20, message_bytes(1, ring_bytes=1 << 30) / 2 ** 20
+    (10.5, 16.0)
+    """
+    if ring_bytes is None:
+        from ..data.read.ring import ring_budgets, shm_free
+
+        ring_bytes = min(ring_budgets(workers, shm_free()))
+    slots = max(MIN_SLOTS, max(1, prefetch) + 2)  # a ring of fewer slots is never made
+    return min(MESSAGE_BYTES, (ring_bytes - ring_bytes // 64) // slots)
 
 
 def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_memory: bool) -> Any:
@@ -217,10 +227,31 @@ class TrainFeed:
                  pin_memory: bool = False, steps_per_message: int | None = None,
                  train_samples: int | None = None) -> None:
         self.start, self.stop = start_step, stop_step
-        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size, message_bytes(prefetch))
+        self.workers = workers
+        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size,
+                                                        message_bytes(prefetch, workers=workers))
+        self.steps_per_message = k
+        self.steps_per_message_full = steps_per_message or auto_steps_per_message(
+            task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
+        """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
         dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
         self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
+
+    def shm_note(self) -> str | None:
+        """One line when a small /dev/shm (a container's default 64 MiB) made the workers' messages smaller than a
+        full ring gives them: each message costs the training process some host time, which a fast GPU step feels
+        (on a host-bound proxy step, `benchmarks/feed_host_cost.py --beside-step`, the staged feed cost +27 to +88 %
+        with one-step messages against +2 to +5 % with ten-step ones); None otherwise."""
+        if self.workers <= 0 or self.steps_per_message >= self.steps_per_message_full:
+            return None
+        from ..data.read.ring import shm_for_full_rings, shm_free
+
+        free, need = shm_free() or 0, shm_for_full_rings(self.workers)
+        return (f"/dev/shm has {free >> 20} MiB free, so the {self.workers} data worker(s) send "
+                f"{self.steps_per_message} step(s) a message instead of {self.steps_per_message_full}, which costs a "
+                f"fast GPU step host time; give /dev/shm at least {-(-need >> 20)} MiB (in a container: docker run "
+                "--shm-size=1g, or --ipc=host)")
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         for steps, message in self.messages():

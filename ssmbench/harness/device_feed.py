@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -258,4 +259,7 @@ def train_feed(cfg: Any, start_step: int, env: Any) -> DeviceFeed:
 
     cuda = env.device.type == "cuda"
     feed = feed_for(cfg, start_step, env, pin_memory=cuda and LOADER_PINS)
+    note = getattr(feed, "shm_note", None)  # stream feeds: /dev/shm too small for full-sized messages
+    if cuda and env.is_main and note is not None and (line := note()):
+        logging.getLogger(__name__).warning(line)
     return DeviceFeed(feed, env.device, stage=cuda and not LOADER_PINS)

@@ -47,11 +47,20 @@ def model_facts(s: Any) -> dict[str, Any]:
         "ssmbench_version": __version__, "git_revision": git_revision(),
         "environment": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
                         "platform": platform.platform(), "cpu_threads": torch.get_num_threads(),
-                        "usable_cpus": usable_cpus(),
+                        "usable_cpus": usable_cpus(), "dev_shm_free_mib": _shm_free_mib(),
                         "cuda_device": torch.cuda.get_device_name(env.device) if env.device.type == "cuda" else None},
         "device": str(env.device.type), "world_size": env.world_size, "precision": config.hardware.precision,
         "parameters": n_params, "state_size": state, "layers": config.model_overrides.get("n_layers"),
         "seq_len": spec.seq_len, "batch_size": config.train.batch_size, "causality": causality}
+
+
+def _shm_free_mib() -> int | None:
+    """Free MiB of /dev/shm before the data workers start: below ~700 MiB (a container's default is 64) their
+    messages hold fewer steps, which a fast GPU step pays for (`TrainFeed.shm_note`); None without /dev/shm."""
+    from ..data.read.ring import shm_free
+
+    free = shm_free()
+    return None if free is None else free >> 20
 
 
 def _probe(model: Any, config: Any, device: Any) -> None:

@@ -57,9 +57,67 @@ def test_a_feed_sizes_its_messages_for_a_ring_slot_per_message_in_flight():
     slow way to a consumer slower than the worker)."""
     from ssmbench.harness.batches import message_bytes
 
-    assert message_bytes(4, ring_bytes=64 << 20) == (64 << 20) // 6
+    assert message_bytes(4, ring_bytes=64 << 20) == (63 << 20) // 6  # 1/64 of the ring to spare
     assert auto_steps_per_message("cumsum", {"L": 4096}, 16, message_bytes(4, ring_bytes=64 << 20)) == 10
     assert message_bytes(1, ring_bytes=1 << 30) == 16 << 20  # a large ring: MESSAGE_BYTES
+
+
+MANY_WORKERS = pytest.mark.filterwarnings("ignore:This DataLoader will create")  # more workers than this VM's cores
+
+
+@MANY_WORKERS
+@pytest.mark.parametrize("free_mib", [16, 64, 100, 512, 700, 2048])
+@pytest.mark.parametrize("workers", [1, 4, 8])
+@pytest.mark.parametrize("prefetch", [1, 2, 4])
+def test_messages_sized_in_the_training_process_fit_every_workers_ring(monkeypatch, free_mib, workers, prefetch):
+    """Messages are sized before the workers start; each worker makes its ring later, from a /dev/shm that the
+    DataLoader's queues and the earlier workers' rings have already taken from. Every ring must still be made (room
+    for 4 slots of a message) and, where the sizing was free to choose (more than one step a message), hold a slot
+    for each message in flight. (Sized from the training process's free space alone, a 64 MiB /dev/shm and 2 messages
+    read ahead gave 2-step messages of exactly 2 MiB, which no worker's ring could hold 4 of: none was made.)"""
+    from ssmbench.data.read import ring
+
+    free = free_mib << 20
+    monkeypatch.setattr(ring, "shm_free", lambda: free)
+    feed = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=workers, prefetch=prefetch)  # 1 MiB a step
+    k = feed.steps_per_message
+    layout, total = ring.layout_for({"inputs": ("<f4", (k, 16, 4096, 3)), "targets": ("<f4", (k, 16, 4096, 1))})
+    queues = 64 << 10  # the DataLoader's semaphores: a page each
+    for budget in ring.ring_budgets(workers, free - queues):
+        if budget // (1 << 20) >= ring.MIN_SLOTS:  # a ring of one-step messages can exist at all
+            assert budget // total >= ring.MIN_SLOTS, (k, budget)
+        if k > 1:
+            assert budget // total >= prefetch + 2, (k, budget)
+    assert (feed.shm_note() is None) == (k == feed.steps_per_message_full)
+
+
+@MANY_WORKERS
+def test_a_small_dev_shm_is_named_with_the_fix_before_a_gpu_run(monkeypatch, caplog):
+    """A container's 64 MiB /dev/shm makes one-step messages at the paper's setting: a CUDA run says so once, naming
+    the /dev/shm size that gives full messages; a CPU run (where a step dwarfs a message's cost) says nothing."""
+    import logging
+    from types import SimpleNamespace
+
+    from ssmbench.data.read import ring
+    from ssmbench.harness.device_feed import train_feed
+    from ssmbench.harness.run_config import RunConfig
+
+    cfg = RunConfig.resolve("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
+    monkeypatch.setattr(ring, "shm_free", lambda: 64 << 20)
+    cuda = SimpleNamespace(device=torch.device("cuda"), is_main=True, rank=0, world_size=1)
+    with caplog.at_level(logging.WARNING):
+        feed = train_feed(cfg, 0, cuda)
+    assert feed.feed.steps_per_message == 1 and feed.feed.steps_per_message_full == 10
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "/dev/shm has 64 MiB free" in line and "1 step(s) a message instead of 10" in line and "704 MiB" in line
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        train_feed(cfg, 0, SimpleNamespace(device=torch.device("cpu"), is_main=True, rank=0, world_size=1))
+    assert not caplog.records
+    monkeypatch.setattr(ring, "shm_free", lambda: 2 << 30)
+    with caplog.at_level(logging.WARNING):
+        feed = train_feed(cfg, 0, cuda)
+    assert feed.feed.steps_per_message == 10 and not caplog.records
 
 
 def test_rank_shares_are_stacked_per_rank():

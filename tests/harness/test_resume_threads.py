@@ -40,6 +40,7 @@ def test_a_resumed_run_keeps_the_thread_count_it_started_with(tmp_path, monkeypa
                              quiet=True)
     recorded = json.loads((part.run_dir / "config.json").read_text())["hardware"]["threads"]
     assert recorded == 1 and part.metrics["threads_rule"] == "OMP_NUM_THREADS"
+    assert part.metrics["environment"]["dev_shm_free_mib"] > 0  # what sized the data workers' messages
 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the resume runs "elsewhere": the rule would now choose 2 threads
     done = resume(part.run_dir, {"train.steps": 6, "data.workers": 1}, quiet=True)
