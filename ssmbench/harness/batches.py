@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +138,7 @@ def iterate_loader(loader: Any) -> Iterator[Any]:
     whose clean-up terminates them with SIGTERM and then waits for them: an iterator kept alive by an exception's
     traceback would hang the exit. `_shutdown_workers` is what the iterator's own `__del__` calls.
     """
-    from ..data.read.ring import start_workers_or_read_here
+    from ..data.read.shm_full import start_workers_or_read_here
 
     start_workers_or_read_here(loader)  # a full /dev/shm: read in this process, with a warning, not a traceback
     it = iter(loader)
@@ -151,6 +151,22 @@ def iterate_loader(loader: Any) -> Iterator[Any]:
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
+
+
+def iterate_or_read_here(loader: Any, rest: Callable[[int], Iterable[Any]]) -> Iterator[Any]:
+    """`iterate_loader(loader)`, and if a worker could not put an item in shared memory (a full /dev/shm:
+    `SharedMemoryUnavailable`), one warning and then `rest(n)`: the items after the first n, read in this process
+    (the workers are shut down by then). The items are functions of their index, so they are the same either way."""
+    from ..data.read.shm_full import SharedMemoryUnavailable, say_reading_here
+
+    done = 0
+    try:
+        for item in iterate_loader(loader):
+            yield item
+            done += 1
+    except SharedMemoryUnavailable as exc:
+        say_reading_here(loader.num_workers, str(exc).strip().splitlines()[-1], "later")
+        yield from rest(done)
 
 
 class _StepDataset:
@@ -182,16 +198,26 @@ def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
     shared-memory ring (`ring.reserve`), when the message is large enough and a slot is free, and travels as (ring,
     slot): the training process then maps no new shared memory, takes no file descriptor over a socket, and unmaps
     nothing per message (on a 1-layer step at the paper setting those held the GIL for about 2 ms a message, stalling
-    a host-bound training thread; `benchmarks/feed_host_cost.py --beside-step`). Elsewhere, plain tensors.
+    a host-bound training thread; `benchmarks/feed_host_cost.py --beside-step`). In a worker without a free slot,
+    the stack is made in new shared memory allocated here (`shm_full.shared_empty`: a full /dev/shm then raises in
+    the worker and reaches the training process, instead of dropping the message); in the training process, plain
+    tensors.
 
     >>> {k: tuple(v.shape) for k, v in stacked({"inputs": [np.zeros((2, 5, 1), np.float32)] * 3}).items()}
     {'inputs': (3, 2, 5, 1)}
     """
     from ..data.read import ring
+    from ..data.read.shm_full import shared_empty
 
     layout, total = ring.layout_for({k: (v[0].dtype.str, (len(v), *v[0].shape)) for k, v in parts.items()})
     reserved = ring.reserve(layout, total)
-    if reserved is None:  # in this process, too small, too large, or every slot still held by the consumer
+    if reserved is None and ring.in_dataloader_worker():  # too small, too large, or every slot still in use
+        shared = {key: shared_empty((len(v), *v[0].shape), torch.from_numpy(v[0][:0]).dtype)
+                  for key, v in parts.items()}  # here, not in the feeder thread, where a failure drops the message
+        for key, v in parts.items():
+            np.stack(v, out=shared[key].numpy())
+        return shared
+    if reserved is None:  # in this process
         return {key: torch.from_numpy(np.stack(v)) for key, v in parts.items()}
     reservation, out = reserved
     for key, v in parts.items():
@@ -235,8 +261,8 @@ class TrainFeed:
             task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
-        dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
-        self.loader = step_loader(dataset, self.ranges, workers, prefetch, pin_memory)
+        self.dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
+        self.loader = step_loader(self.dataset, self.ranges, workers, prefetch, pin_memory)
 
     def shm_note(self) -> str | None:
         """One line when a small /dev/shm (a container's default 64 MiB) made the workers' messages smaller than a
@@ -261,7 +287,10 @@ class TrainFeed:
     def messages(self) -> Iterator[tuple[range, dict[str, torch.Tensor]]]:
         """(steps, {key: (len(steps), B_rank, ...) tensor}) as the workers send them (`DeviceFeed` copies a whole
         message to pinned memory at once)."""
-        for (a, b), message in zip(self.ranges, iterate_loader(self.loader), strict=True):
+        def rest(done: int) -> Iterator[Any]:
+            return (self.dataset[r] for r in self.ranges[done:])
+
+        for (a, b), message in zip(self.ranges, iterate_or_read_here(self.loader, rest), strict=True):
             yield range(a, b), message
 
 

@@ -134,10 +134,13 @@ class FolderFeed:
         self.steps.ds.check_files(self.steps.shards_for(self.start, self.stop))
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        from .batches import iterate_loader
+        from .batches import iterate_or_read_here
+
+        def rest(done: int) -> Iterator[dict[str, torch.Tensor]]:  # read here, once /dev/shm is full
+            return (self.steps[step] for step in range(self.start + done, self.stop))
 
         with worker_errors_in_one_line():
-            yield from zip(range(self.start, self.stop), iterate_loader(self.loader), strict=True)
+            yield from zip(range(self.start, self.stop), iterate_or_read_here(self.loader, rest), strict=True)
 
 
 @contextmanager
@@ -189,12 +192,18 @@ class FolderEvalSet:
 
     def batches(self, batch_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]]:
         """(inputs, targets, sample_index, {extra field: (B, T)}) in sample order."""
-        from .batches import iterate_loader, worker_options
+        from .batches import iterate_or_read_here, worker_options
 
         loader = torch.utils.data.DataLoader(self.ds, batch_size=batch_size, sampler=self.sampler,
                                              collate_fn=self.ds.collate, **worker_options(self.workers))
+
+        def rest(done: int) -> Iterator[Any]:  # the batches after the first `done`, read here (a full /dev/shm)
+            order = list(self.sampler)
+            return (self.ds.collate(self.ds.__getitems__(order[a:a + batch_size]))
+                    for a in range(done * batch_size, len(order), batch_size))
+
         with worker_errors_in_one_line():
-            for b in iterate_loader(loader):
+            for b in iterate_or_read_here(loader, rest):
                 yield b["inputs"], b["targets"], b["sample_index"], {k: b[k] for k in self.ds.fields}
 
     def head(self, k: int) -> dict[str, torch.Tensor]:

@@ -214,6 +214,7 @@ def test_a_full_dev_shm_at_start_reads_the_same_batches_in_process_with_one_warn
     import logging
     import multiprocessing.synchronize
 
+    from ssmbench.data.read import shm_full
     from ssmbench.harness.folder_feed import FolderFeed, FolderSteps
 
     def want(workers):
@@ -226,7 +227,7 @@ def test_a_full_dev_shm_at_start_reads_the_same_batches_in_process_with_one_warn
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(multiprocessing.synchronize.SemLock, "__init__", full)
-    monkeypatch.setattr(ring, "_said_in_process", False)
+    monkeypatch.setattr(shm_full, "_said", set())
     with caplog.at_level(logging.WARNING):
         got = want(1)
         again = want(2)
@@ -236,4 +237,4 @@ def test_a_full_dev_shm_at_start_reads_the_same_batches_in_process_with_one_warn
     assert len(said) == 1 and "-o data.workers=0" in said[0] and "No space left on device" in said[0], said
     monkeypatch.undo()
     loader = torch.utils.data.DataLoader(list(range(4)), num_workers=1)
-    assert ring.start_workers_or_read_here(loader) and loader.num_workers == 1  # room: the workers start
+    assert shm_full.start_workers_or_read_here(loader) and loader.num_workers == 1  # room: the workers start

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import ring
+from .shm_full import SharedMemoryUnavailable, Unshareable, shared_empty
 
 if TYPE_CHECKING:
     import torch
@@ -182,7 +183,7 @@ def _pack(stored: dict[str, np.ndarray]) -> tuple[torch.Tensor, ring.Layout]:
     import torch
 
     layout, total = ring.layout_of(stored)
-    flat = torch.empty(total, dtype=torch.uint8).share_memory_()  # (total,) bytes
+    flat = shared_empty((total,), torch.uint8)  # (total,) bytes
     ring.copy_in(flat.numpy(), 0, layout, stored)
     return flat, layout
 
@@ -224,7 +225,10 @@ class Columns(dict[str, "torch.Tensor"]):
                 return _rebuild_from_ring, (self.plan, *shipped)
         if sum(v.nbytes for v in self.stored.values()) <= PIPE_BYTES:
             return _rebuild, (self.plan, self.stored)
-        return _rebuild_packed, (self.plan, *_pack(self.stored))
+        try:
+            return _rebuild_packed, (self.plan, *_pack(self.stored))
+        except SharedMemoryUnavailable as exc:  # raised again where it is unpickled, not dropped with the batch
+            return Unshareable(str(exc)).__reduce__()
 
     def __copy__(self) -> Columns:  # copy.copy (default_convert does one): same tensors, same provenance
         clone = Columns.__new__(Columns)

@@ -34,13 +34,12 @@ import os
 import uuid
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
-    import torch.utils.data
 
 RING_BYTES, SHM_SHARE = 64 << 20, 8
 """Most shared memory one worker's ring takes (slots of the first large batch's size, at most MAX_SLOTS): RING_BYTES,
@@ -276,37 +275,6 @@ def in_dataloader_worker() -> bool:
 
 def _free(buf: np.ndarray, slot: int) -> None:
     buf[slot * 8:(slot + 1) * 8].view(np.int64)[0] = _FREE
-
-
-_said_in_process = False
-
-
-def start_workers_or_read_here(loader: torch.utils.data.DataLoader[Any]) -> bool:
-    """Before a DataLoader starts its worker processes: make (and drop) one semaphore, the first thing its queues
-    make, in /dev/shm on Linux. Where that fails (a /dev/shm already full: `OSError` ENOSPC from multiprocessing,
-    which used to end the run with a traceback), set `loader.num_workers = 0`, so its batches are read in this
-    process: the same batches (they are a function of the step), more slowly; one warning per process names
-    /dev/shm and `-o data.workers=0`. Returns whether the workers can start."""
-    global _said_in_process
-    if getattr(loader, "num_workers", 0) <= 0:
-        return False
-    import multiprocessing
-
-    ctx = loader.multiprocessing_context or multiprocessing.get_context()
-    try:
-        ctx.Lock()
-    except OSError as exc:
-        if not _said_in_process:
-            import logging
-
-            logging.getLogger(__name__).warning(
-                "/dev/shm has no room for the DataLoader's %d worker process(es) (%s): reading batches in this "
-                "process instead (slower, same batches); free space in /dev/shm (`df -h /dev/shm`), or pass -o "
-                "data.workers=0 to choose this", loader.num_workers, exc.strerror or exc)
-            _said_in_process = True
-        loader.num_workers = 0
-        return False
-    return True
 
 
 def _forget_exited_workers() -> None:
