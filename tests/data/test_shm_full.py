@@ -101,6 +101,36 @@ def test_a_folder_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypat
     assert any("/dev/shm" in r.getMessage() for r in caplog.records)
 
 
+class _EvalFailsOnce:
+    """A folder split whose batch starting at sample `bad` cannot be shared (raised in the worker); the rest as is."""
+
+    def __init__(self, ds, bad: int) -> None:
+        self.ds, self.bad, self.fields, self.collate = ds, bad, ds.fields, ds.collate
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitems__(self, indices):
+        from ssmbench.data.read.ring import in_dataloader_worker
+
+        if int(indices[0]) == self.bad and in_dataloader_worker():
+            raise SharedMemoryUnavailable("unable to allocate shared memory(shm): No space left on device (28)")
+        return self.ds.__getitems__(indices)
+
+
+def test_an_eval_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypatch):
+    from ssmbench.harness.folder_feed import FolderEvalSet
+
+    def scored(workers, bad=None):
+        ev = FolderEvalSet.build(pathfinder, "test", n=8, workers=workers)
+        if bad is not None:
+            ev.ds = _EvalFailsOnce(ev.ds, bad)
+        return [(int(i.sum()), float(x.double().sum()), float(y.double().sum())) for x, y, i, _ in ev.batches(3)]
+
+    monkeypatch.setattr(shm_full, "_said", set())
+    assert _within_ceiling(lambda: scored(1, bad=3)) == scored(0)  # batches 0-2 | 3-5 (fails) | 6-7
+
+
 def test_a_collated_batch_without_shared_memory_unpickles_as_the_error(pathfinder, monkeypatch):
     """The pickling hook of a folder batch too large for the pipe packs it into new shared memory; when none can be
     had, the batch pickles as the error (raised where it is unpickled) instead of failing in the feeder thread."""
