@@ -21,32 +21,12 @@ import pytest
 import torch
 
 from ssmbench.data.read import shm_full
-from ssmbench.data.read.shm_full import SharedMemoryUnavailable, Unshareable
+from ssmbench.data.read.shm_full import SharedMemoryUnavailable
 from ssmbench.harness.batches import TrainFeed, step_loader
+from unshareable_datasets import EvalFailsOnce, FailsOnce
 
 CEILING_S = 300.0
 """How long a feed may take before the test calls it hung (each feed here takes about a second)."""
-
-
-class _FailsOnce:
-    """A step dataset whose item `bad` cannot be shared: raised in the worker (`how="raise"`, as `shared_empty`
-    does) or unpickled as the error in the training process (`how="pickle"`, as a collated batch's `__reduce__`
-    does). Module level, so DataLoader workers of any start method can unpickle it."""
-
-    def __init__(self, dataset, bad, how: str) -> None:
-        self.dataset, self.bad, self.how = dataset, bad, how
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def __getitem__(self, item):
-        from ssmbench.data.read.ring import in_dataloader_worker
-
-        if item == self.bad and in_dataloader_worker():
-            if self.how == "raise":
-                raise SharedMemoryUnavailable("unable to allocate shared memory(shm): No space left on device (28)")
-            return Unshareable("unable to allocate shared memory(shm): No space left on device (28)")
-        return self.dataset[item]
 
 
 def _within_ceiling(fn):
@@ -77,7 +57,7 @@ def test_a_message_that_cannot_be_shared_is_read_here_and_the_rest_follow(how, m
     args = ("cumsum", {"L": 256}, 1, 8)
     want = _sums(TrainFeed(*args, start_step=0, stop_step=12, workers=0, steps_per_message=2))
     feed = TrainFeed(*args, start_step=0, stop_step=12, workers=1, steps_per_message=2)
-    feed.loader = step_loader(_FailsOnce(feed.dataset, feed.ranges[3], how), feed.ranges, 1, 2, False)
+    feed.loader = step_loader(FailsOnce(feed.dataset, feed.ranges[3], how), feed.ranges, 1, 2, False)
     monkeypatch.setattr(shm_full, "_said", set())
     with caplog.at_level(logging.WARNING):
         got = _within_ceiling(lambda: _sums(feed))
@@ -94,28 +74,11 @@ def test_a_folder_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypat
 
     want = _sums(feed(0))
     failing = feed(1)
-    failing.loader = step_loader(_FailsOnce(failing.steps, 5, "pickle"), range(0, 9), 1, 2, False)
+    failing.loader = step_loader(FailsOnce(failing.steps, 5, "pickle"), range(0, 9), 1, 2, False)
     monkeypatch.setattr(shm_full, "_said", set())
     with caplog.at_level(logging.WARNING):
         assert _within_ceiling(lambda: _sums(failing)) == want
     assert any("/dev/shm" in r.getMessage() for r in caplog.records)
-
-
-class _EvalFailsOnce:
-    """A folder split whose batch starting at sample `bad` cannot be shared (raised in the worker); the rest as is."""
-
-    def __init__(self, ds, bad: int) -> None:
-        self.ds, self.bad, self.fields, self.collate = ds, bad, ds.fields, ds.collate
-
-    def __len__(self) -> int:
-        return len(self.ds)
-
-    def __getitems__(self, indices):
-        from ssmbench.data.read.ring import in_dataloader_worker
-
-        if int(indices[0]) == self.bad and in_dataloader_worker():
-            raise SharedMemoryUnavailable("unable to allocate shared memory(shm): No space left on device (28)")
-        return self.ds.__getitems__(indices)
 
 
 def test_an_eval_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypatch):
@@ -124,7 +87,7 @@ def test_an_eval_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypatc
     def scored(workers, bad=None):
         ev = FolderEvalSet.build(pathfinder, "test", n=8, workers=workers)
         if bad is not None:
-            ev.ds = _EvalFailsOnce(ev.ds, bad)
+            ev.ds = EvalFailsOnce(ev.ds, bad)
         return [(int(i.sum()), float(x.double().sum()), float(y.double().sum())) for x, y, i, _ in ev.batches(3)]
 
     monkeypatch.setattr(shm_full, "_said", set())
