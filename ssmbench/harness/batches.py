@@ -98,9 +98,8 @@ def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size
 def message_bytes(prefetch: int, ring_bytes: int | None = None, workers: int = 1) -> int:
     """The largest message a worker should make: MESSAGE_BYTES, or less so that its shared-memory ring holds one slot
     for each message read ahead (`prefetch`), the one being consumed and the one being made (and at least the four
-    slots without which no ring is made), with 1/64 of the ring
-    to spare (its header, the slots' alignment, and /dev/shm space the DataLoader's own queues take after this is
-    sized). `ring_bytes` defaults to the smallest ring of `workers` workers (`ring.ring_budgets`): a message that finds
+    slots without which no ring is made), with 1/64 of the ring to spare (its header, the slots' alignment, and the
+    /dev/shm space the DataLoader's own queues take after this is sized). `ring_bytes` defaults to the smallest ring of `workers` workers (`ring.ring_budgets`): a message that finds
     no free slot takes the slower way (new shared memory, a descriptor passed over a socket, an unmap), and a ring
     that cannot hold four slots is not made at all. With 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages
     went that way to a staged feed taking a step every 4 ms (16 of 109 to a plain one); with 10-step messages and 6
@@ -267,8 +266,9 @@ class TrainFeed:
     def shm_note(self) -> str | None:
         """One line when a small /dev/shm (a container's default 64 MiB) made the workers' messages smaller than a
         full ring gives them: each message costs the training process some host time, which a fast GPU step feels
-        (on a host-bound proxy step, `benchmarks/feed_host_cost.py --beside-step`, the staged feed cost +27 to +88 %
-        with one-step messages against +2 to +5 % with ten-step ones); None otherwise."""
+        (on a host-bound proxy step, `benchmarks/feed_small_shm.sh`, the staged feed cost a median +34 % with one-step
+        messages against +6 % with ten-step ones, the training thread sleeping 0.44 against 0.05 ms a step); None
+        otherwise."""
         if self.workers <= 0 or self.steps_per_message >= self.steps_per_message_full:
             return None
         from ..data.read.ring import shm_for_full_rings, shm_free
