@@ -102,8 +102,7 @@ def shm_free() -> int | None:
 
 def ring_budget() -> int:
     """Bytes a new ring may take: RING_BYTES, at most 1 / SHM_SHARE of the free space of /dev/shm (where there is one)."""
-    free = shm_free()
-    return RING_BYTES if free is None else min(RING_BYTES, free // SHM_SHARE)
+    return ring_budgets(1, shm_free())[0]
 
 
 def ring_budgets(workers: int, free: int | None) -> list[int]:
