@@ -17,7 +17,7 @@ another thread of the process (the staging thread, the DataLoader's receiving si
 host-bound step (one whose GPU work is shorter than the host's time to launch it) pays all three.
 
     python benchmarks/step_ab.py --models dlr s4d --setting quick                    # this CPU
-    python benchmarks/step_ab.py --setting paper --device cuda --workers 4           # a GPU machine
+    python benchmarks/step_ab.py --setting paper --device cuda --workers 4 --busy    # a GPU machine
     python benchmarks/step_ab.py --setting paper --device cuda --workers 4 --compile --models dlr s4d
 """
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 
@@ -50,10 +51,32 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def device_busy(f, steps: int, device: torch.device) -> tuple[float, float, float]:
+    """(wall seconds, seconds of device kernels, kernels launched) per step of `steps` calls of f, under
+    torch.profiler: a device busy for much less than the wall waits for the host's launches (a host-bound step).
+    Kernel times are summed; one stream, so they do not overlap. (nan, nan, nan) on a CPU."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    if device.type != "cuda":
+        return float("nan"), float("nan"), float("nan")
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            f()
+        _sync(device)
+        wall = time.perf_counter() - t0
+    kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+    busy_us = sum(e.self_device_time_total for e in kernels)
+    return wall / steps, busy_us / 1e6 / steps, sum(e.count for e in kernels) / steps
+
+
 def compare(model: str, setting: str, device: str, workers: int, rounds: int, window: int,
-            compile_model: bool = False) -> dict[str, tuple[float, float, float]]:
+            compile_model: bool = False, busy: dict | None = None) -> dict[str, tuple[float, float, float]]:
     """Per kind (bare / train_step / train_step + feed), medians over `rounds` interleaved rounds of seconds per
-    step: (wall, the training thread's CPU, its time waiting for a core)."""
+    step: (wall, the training thread's CPU, its time waiting for a core). With `busy` (a dict) on CUDA, each kind's
+    `device_busy` over one more round is stored in it."""
     from ssmbench.harness import trainer
     from ssmbench.harness.batches import EvalSet, prefer_fork_safe_numba
     from ssmbench.harness.device_feed import train_feed
@@ -99,6 +122,12 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
                     _sync(dev)
                     (c1, q1), t1 = thread_clock(), time.perf_counter()
                     times[kind].append(((t1 - t0) / window, (c1 - c0) / window, (q1 - q0) / window))
+            if busy is not None:  # after the timed rounds: the profiler's own cost stays out of them
+                for kind, f in kinds.items():
+                    try:
+                        busy[kind] = device_busy(f, window, dev)
+                    except Exception as e:  # noqa: BLE001 -- a profiler failure must not cost the rows above
+                        print(f"device_busy({kind}): {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         finally:
             feed.close()  # the staging thread and the data workers stop here
     return {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in times.items()}
@@ -117,6 +146,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--window", type=int, default=10, help="steps per round and kind")
+    ap.add_argument("--busy", action="store_true", help="on CUDA, also profile one round of each kind: how much of "
+                    "a step the device spends in kernels (a host-bound step leaves it idle)")
     ap.add_argument("--compile", action="store_true", help="-o hardware.compile=true: torch.compile the model (fewer, "
                     "fused kernels: what a step bound by the host's launches gains)")
     args = ap.parse_args()
@@ -124,12 +155,17 @@ def main() -> None:
           f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step"
           f"{', torch.compile' if args.compile else ''}", flush=True)
     for model in args.models:
-        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window, args.compile)
+        busy: dict | None = {} if args.busy else None
+        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window, args.compile, busy)
         base = m["bare"][0]
         print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v[0]:8.2f} ms ({100 * (v[0] / base - 1):+5.1f} %)"
                                           for k, v in m.items()), flush=True)
         print(f"{'':10s} training thread, ms a step: " + "  ".join(f"{k}: {split_line(*v)}" for k, v in m.items()),
               flush=True)
+        if busy:
+            print(f"{'':10s} device busy, profiled: " + "  ".join(
+                f"{k}: kernels {1e3 * b:.2f} of {1e3 * w:.2f} ms ({100 * b / w:.0f} %), {n:.0f} launches"
+                for k, (w, b, n) in busy.items()), flush=True)
 
 
 if __name__ == "__main__":

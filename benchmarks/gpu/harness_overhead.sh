@@ -4,7 +4,8 @@
 #     model with a paper row: mean and median pace, data wait and where it fell, slowest step, start-up;
 #  2. step_ab: `benchmarks/step_ab.py` -- bare step, the harness's train_step, and train_step on the feed's batches,
 #     interleaved in rounds on one model and optimiser (what drift between the two parts of 1. cannot touch), with
-#     the training thread's split of a step: CPU / waiting for a core / asleep (mostly the GIL);
+#     the training thread's split of a step: CPU / waiting for a core / asleep (mostly the GIL), and one profiled
+#     round of each: the device's kernel time against the step's wall (a host-bound step leaves the GPU idle);
 #  3. beside: `benchmarks/feed_host_cost.py --beside-step` -- the plain and the staged feed beside a host-bound step
 #     (host only, no GPU used): what the staging thread's GIL takes cost a step that launches kernels non-stop.
 #  4. with COMPILE_AB=1: step_ab for DLR and S4D under torch.compile (Inductor does not fuse complex operators, so
@@ -31,11 +32,11 @@ run rows "${ROWS_LIMIT:-120}" benchmarks/harness.py --settings paper --device "$
     --workers 4 --json "$out/rows.json" --models $models
 # shellcheck disable=SC2086
 run step_ab "${AB_LIMIT:-120}" benchmarks/step_ab.py --setting paper --device "$device" --workers 4 \
-    --rounds "${AB_ROUNDS:-12}" --models $models
+    --rounds "${AB_ROUNDS:-12}" --busy --models $models
 run beside "${BESIDE_LIMIT:-60}" benchmarks/feed_host_cost.py --beside-step --workers 4 \
     --rounds "${BESIDE_ROUNDS:-12}"
 if [ -n "${COMPILE_AB:-}" ]; then  # opt-in: the host-bound models under torch.compile (fewer, fused kernels)
   run step_ab_compile "${COMPILE_LIMIT:-240}" benchmarks/step_ab.py --setting paper --device "$device" --workers 4 \
-      --rounds "${AB_ROUNDS:-12}" --compile --models dlr s4d
+      --rounds "${AB_ROUNDS:-12}" --busy --compile --models dlr s4d
 fi
 cat "$out"/rows.txt "$out"/step_ab.txt "$out"/beside.txt "$out"/step_ab_compile.txt 2>/dev/null
