@@ -109,7 +109,8 @@ def _host_bound_step():
     from ssmbench.harness.run_config import RunConfig
 
     cfg = RunConfig.resolve("dlr", "cumsum", "quick", overrides={
-        "task.L": 64, "model.d_model": 8, "train.batch_size": 2, "data.workers": 0, "hardware.threads": 1})
+        "task.L": 64, "model.d_model": 8, "train.batch_size": 2, "data.workers": 0, "hardware.threads": 1,
+        "hardware.device": "cpu"})  # host only, also where a GPU is present (the model is built on the run's device)
     model = trainer.setup(cfg).model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x, y = torch.randn(2, 64, 3), torch.randn(2, 64, 1)  # (B, L, d_input), (B, L, d_output)
