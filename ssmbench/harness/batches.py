@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,27 @@ def message_bytes(prefetch: int, ring_bytes: int | None = None, workers: int = 1
         ring_bytes = min(ring_budgets(workers, shm_free()))
     slots = max(MIN_SLOTS, max(1, prefetch) + 2)  # a ring of fewer slots is never made
     return min(MESSAGE_BYTES, (ring_bytes - ring_bytes // 64) // slots)
+
+
+def node_workers(workers: int) -> int:
+    """The data workers of every training process on this machine: `workers` times torchrun's LOCAL_WORLD_SIZE (1
+    outside torchrun). All of them make their rings in the one /dev/shm, so each rank sizes its messages for the
+    smallest ring of them all. (Sized for its own 4 workers alone, each of 8 ranks on a 1 GiB /dev/shm would make
+    10-step messages at the paper's setting, which 20 of the 32 rings, 2-37 MiB, cannot hold four of: those rings are
+    not made, and their workers send each message through new shared memory in a /dev/shm the other rings have
+    nearly filled. Sized for all 32, messages hold one step, 29 rings are made, and the run names the /dev/shm
+    size that gives ten.)
+
+    >>> os.environ["LOCAL_WORLD_SIZE"] = "8"; node_workers(4)
+    32
+    >>> del os.environ["LOCAL_WORLD_SIZE"]; node_workers(4)
+    4
+    """
+    try:
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    except ValueError:
+        local = 1
+    return max(0, workers) * max(1, local)
 
 
 def step_loader(dataset: Any, sampler: Any, workers: int, prefetch: int, pin_memory: bool) -> Any:
@@ -254,7 +276,7 @@ class TrainFeed:
         self.start, self.stop = start_step, stop_step
         self.workers = workers
         k = steps_per_message or auto_steps_per_message(task, task_config, batch_size,
-                                                        message_bytes(prefetch, workers=workers))
+                                                        message_bytes(prefetch, workers=node_workers(workers)))
         self.steps_per_message = k
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
             task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
@@ -273,8 +295,9 @@ class TrainFeed:
             return None
         from ..data.read.ring import shm_for_full_rings, shm_free
 
-        free, need = shm_free() or 0, shm_for_full_rings(self.workers)
-        return (f"/dev/shm has {free >> 20} MiB free, so the {self.workers} data worker(s) send "
+        node = node_workers(self.workers)
+        free, need = shm_free() or 0, shm_for_full_rings(node)
+        return (f"/dev/shm has {free >> 20} MiB free, so the {node} data worker(s) of this machine send "
                 f"{self.steps_per_message} step(s) a message instead of {self.steps_per_message_full}, which costs a "
                 f"fast GPU step host time; give /dev/shm at least {-(-need >> 20)} MiB (in a container: docker run "
                 "--shm-size=1g, or --ipc=host)")

@@ -160,3 +160,25 @@ def test_first_item_comes_once_every_worker_has_started(tmp_path, workers):
     made = {int(p.name) for p in tmp_path.iterdir()}
     assert set(range(max(1, workers))) <= made  # each worker's first item is in before the first step starts
     assert list(items) == [1, 2, 3, 4, 5]
+
+
+@MANY_WORKERS
+def test_under_torchrun_messages_are_sized_for_the_workers_of_every_local_rank(monkeypatch):
+    """The ranks on one machine share its /dev/shm: with LOCAL_WORLD_SIZE=8 and 4 workers a rank, messages are sized
+    for 32 rings (one step in a 1 GiB /dev/shm, not the ten that 4 rings alone would allow: 29 rings made instead of
+    12), and the note names the size that gives every one of the 32 workers a full ring."""
+    from ssmbench.data.read import ring
+
+    monkeypatch.setattr(ring, "shm_free", lambda: 1 << 30)
+    alone = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4)
+    assert alone.steps_per_message == 10 and alone.shm_note() is None
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    rank = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4)
+    assert rank.steps_per_message == 1 and rank.steps_per_message_full == 10
+    assert "32 data worker(s)" in rank.shm_note() and f"{ring.shm_for_full_rings(32) >> 20} MiB" in rank.shm_note()
+
+    def rings_made(k: int) -> int:  # of the 32 workers' rings, those with room for MIN_SLOTS messages of k steps
+        _, total = ring.layout_for({"inputs": ("<f4", (k, 16, 4096, 3)), "targets": ("<f4", (k, 16, 4096, 1))})
+        return sum(b // total >= ring.MIN_SLOTS for b in ring.ring_budgets(32, 1 << 30))
+
+    assert (rings_made(rank.steps_per_message), rings_made(alone.steps_per_message)) == (29, 12)
