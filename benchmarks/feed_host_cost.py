@@ -114,13 +114,7 @@ def _host_bound_step():
     model = trainer.setup(cfg).model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x, y = torch.randn(2, 64, 3), torch.randn(2, 64, 1)  # (B, L, d_input), (B, L, d_output)
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-
-    return step
+    return _sibling("harness").bare_step(model, opt, x, y)
 
 
 def beside_step(workers: int, rounds: int, window: int = 48) -> dict[str, tuple[float, ...]]:

@@ -50,6 +50,18 @@ WINDOW = 10
 FEEDS = ("staged", "loader-pinned")
 
 
+def bare_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor):
+    """One plain training step on a resident batch, as a function of nothing: zero_grad, the float32 MSE of model(x)
+    against y, backward, the optimiser's step (also used by `step_ab.py` and `feed_host_cost.py`)."""
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x).float(), y.float())
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def bare_loop(cfg, steps: int, device: torch.device) -> tuple[float, int, float]:
     """Seconds per step, peak bytes and the median seconds per step over WINDOW-step stretches of a plain loop over
     one resident batch."""
@@ -69,12 +81,7 @@ def bare_loop(cfg, steps: int, device: torch.device) -> tuple[float, int, float]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(x).float(), y.float())
-        loss.backward()
-        opt.step()
-
+    step = bare_step(model, opt, x, y)
     for _ in range(3):
         step()
     _sync(device)

@@ -24,10 +24,12 @@ host-bound step (one whose GPU work is shorter than the host's time to launch it
 from __future__ import annotations
 
 import argparse
+import runpy
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -100,12 +102,7 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
         model_, opt = s.model, loop.optimizer
         feed = iter(train_feed(cfg, 0, s.env))
 
-        def bare() -> None:
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.mse_loss(model_(x).float(), y.float())
-            loss.backward()
-            opt.step()
-
+        bare = runpy.run_path(str(Path(__file__).with_name("harness.py")))["bare_step"](model_, opt, x, y)
         kinds = {"bare": bare, "train_step": lambda: trainer.train_step(loop, resident),
                  "train_step + feed": lambda: trainer.train_step(loop, next(feed)[1])}
         for f in kinds.values():  # warm-up: allocator, kernels, the workers' start-up
