@@ -7,6 +7,7 @@ the preset reading (learning rate, task variant). Cells without a finished run s
 
     python benchmarks/paper_table.py            # print the Markdown
     python benchmarks/paper_table.py --write    # replace the marked section of docs/results.md
+    python benchmarks/paper_table.py --plot docs/img/paper_table1_curves.png   # the finished runs' validation curves
 """
 
 from __future__ import annotations
@@ -93,6 +94,39 @@ def table(results: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def curves(results: Path = RESULTS) -> dict[tuple[str, str], dict[str, list[tuple[int, float]]]]:
+    """(model, task) -> {label: [(step, exact validation R²), ...]} of every committed finished run, from its
+    metrics.jsonl; the label is the run's reading and seed."""
+    out: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = {}
+    for name, run in _finished(results).items():
+        config = run["config"]
+        rows = [json.loads(line) for line in (results / name / "metrics.jsonl").read_text().splitlines() if line]
+        label = f"{_reading(config)}, seed {run['metrics']['seeds']['train']}"
+        out.setdefault((config["model"], config["task"]), {})[label] = [
+            (r["step"], r["r2"]) for r in rows if r.get("split") == "val"]
+    return out
+
+
+def plot(out: Path, results: Path = RESULTS) -> Path:
+    """One panel per (model, task) with a finished run: validation R² (exact) against the step, one line per run,
+    Table 1's value dashed."""
+    from matplotlib.figure import Figure
+
+    from ssmbench.harness.plots import save_png
+
+    panels = curves(results)
+    fig = Figure(figsize=(5.2 * len(panels), 3.6), dpi=110)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, ((model, task), lines) in zip(axes, sorted(panels.items()), strict=True):
+        for label, points in sorted(lines.items()):
+            ax.plot([s / 1000 for s, _ in points], [r2 for _, r2 in points], marker="o", ms=3, lw=1.3, label=label)
+        ax.axhline(PAPER_TABLE1[model][task], ls="--", color="grey", lw=1, label="Table 1")
+        ax.set(title=f"{model.upper()} {task.upper()}, paper protocol", xlabel="step (thousands)",
+               ylabel="validation R² (exact)")
+        ax.legend(fontsize=7)
+    return save_png(fig, out)
+
+
 def write(page: Path = PAGE, results: Path = RESULTS) -> None:
     text = page.read_text()
     if START not in text or END not in text:
@@ -105,8 +139,11 @@ def write(page: Path = PAGE, results: Path = RESULTS) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help=f"replace the marked section of {PAGE.name}")
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw the finished runs' validation curves")
     args = parser.parse_args()
-    if args.write:
+    if args.plot:
+        print(plot(args.plot))
+    elif args.write:
         write()
     else:
         print(table(), end="")

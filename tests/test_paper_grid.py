@@ -29,6 +29,30 @@ def test_every_committed_cell_is_a_finished_full_protocol_run():
         assert "# commit: " in (folder / "command.txt").read_text()
 
 
+def test_curves_are_each_committed_runs_validation_scores_and_plot_one_panel_a_task(tmp_path):
+    """The figure's data: per (model, task), each finished run's 12 validation R² (exact) at 3,600-step intervals,
+    the one at the best step equal to the validation R² in its metrics.json."""
+    from PIL import Image
+
+    curves = paper_table.curves()
+    runs = sorted((REPO / "benchmarks" / "results" / "paper").glob("*/"))
+    assert sum(len(lines) for lines in curves.values()) == len(runs)
+    for folder in runs:
+        metrics, config = (json.loads((folder / f).read_text()) for f in ("metrics.json", "config.json"))
+        points = curves[config["model"], config["task"]][
+            f"{paper_table._reading(config)}, seed {metrics['seeds']['train']}"]
+        assert dict(points)[metrics["best_step"]] == metrics["val"]["r2"], folder.name
+    for lines in curves.values():
+        for label, points in lines.items():
+            assert [s for s, _ in points] == list(range(3600, 43201, 3600)), label
+            assert all(-1 < r2 <= 1 for _, r2 in points), label
+    assert ("dlr", "select_fixed") in curves and "LR 5e-05 (default data), seed 0" in curves["dlr", "select_fixed"]
+    png = paper_table.plot(tmp_path / "curves.png")
+    with Image.open(png) as image:
+        width, height = image.size
+    assert width > len(curves) * 400 and height > 300  # one panel a (model, task)
+
+
 def test_table_marks_unrun_cells_and_averages_seeds(tmp_path):
     grid = load_file(GRID, "paper_grid")
     cell = grid.CELLS[0]
