@@ -40,7 +40,7 @@ def _sibling(name: str):
 
 
 def _messages_line(workers: int) -> str:
-    """'K steps a message, /dev/shm N MiB free': what sized the workers' messages (`batches.message_bytes`)."""
+    """'K steps a message, /dev/shm N MiB free': what sized the workers' messages (`message_size.message_bytes`)."""
     from ssmbench.data.read.ring import shm_free
     from ssmbench.harness.batches import TrainFeed
 

@@ -41,7 +41,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args()
 
-    from ssmbench.harness.batches import auto_steps_per_message, message_bytes, prefer_fork_safe_numba
+    from ssmbench.harness.batches import prefer_fork_safe_numba
+    from ssmbench.harness.message_size import auto_steps_per_message, message_bytes
 
     prefer_fork_safe_numba()
     print(f"batch 16, L={args.length}, {args.workers} workers, simulated step {args.step_ms} ms")

@@ -176,8 +176,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from ssmbench.harness import device_feed
-    from ssmbench.harness.batches import auto_steps_per_message, message_bytes, prefer_fork_safe_numba
+    from ssmbench.harness.batches import prefer_fork_safe_numba
     from ssmbench.harness.evaluation import evaluate
+    from ssmbench.harness.message_size import auto_steps_per_message, message_bytes
     from ssmbench.harness.run_config import RunConfig
 
     prefer_fork_safe_numba()  # as `ssmbench eval` does before any batch: forked workers, and torch's threads kept

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from ssmbench.data.read.streaming import TaskStream
-from ssmbench.harness.batches import TrainFeed, auto_steps_per_message, iterate_loader
+from ssmbench.harness.batches import TrainFeed, iterate_loader
+from ssmbench.harness.message_size import auto_steps_per_message
 
 
 def test_stacked_messages_yield_the_same_steps_as_single_ones():
@@ -55,7 +56,7 @@ def test_a_feed_sizes_its_messages_for_a_ring_slot_per_message_in_flight():
     """At the paper's setting (1 MiB a step) and 4 messages read ahead, a 64 MiB ring holds 6 messages of 10 steps:
     those read ahead, the one consumed and the one being made (with 16-step messages and 4 slots, 28 of 97 went the
     slow way to a consumer slower than the worker)."""
-    from ssmbench.harness.batches import message_bytes
+    from ssmbench.harness.message_size import message_bytes
 
     assert message_bytes(4, ring_bytes=64 << 20) == (63 << 20) // 6  # 1/64 of the ring to spare
     assert auto_steps_per_message("cumsum", {"L": 4096}, 16, message_bytes(4, ring_bytes=64 << 20)) == 10
