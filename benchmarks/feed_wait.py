@@ -47,7 +47,7 @@ def main() -> None:
     prefer_fork_safe_numba()
     print(f"batch 16, L={args.length}, {args.workers} workers, simulated step {args.step_ms} ms")
     for task in args.tasks:
-        k = auto_steps_per_message(task, {"L": args.length}, 16, message_bytes(4))  # as TrainFeed(prefetch=4)
+        k = auto_steps_per_message(task, {"L": args.length}, 16, message_bytes(4, workers=args.workers))  # as TrainFeed
         one = wait_share(task, args.length, args.workers, args.step_ms, args.steps, 1)
         auto = wait_share(task, args.length, args.workers, args.step_ms, args.steps, None)
         print(f"{task:8s} waiting: 1 step/message {one:6.1%}   {k} steps/message {auto:6.1%}   "

@@ -35,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -50,7 +51,8 @@ WINDOW = 10
 FEEDS = ("staged", "loader-pinned")
 
 
-def bare_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor):
+def bare_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor,
+              y: torch.Tensor) -> Callable[[], None]:
     """One plain training step on a resident batch, as a function of nothing: zero_grad, the float32 MSE of model(x)
     against y, backward, the optimiser's step (also used by `step_ab.py` and `feed_host_cost.py`)."""
     def step() -> None:
@@ -198,8 +200,8 @@ def main() -> None:
                 print(f"skip {setting}/{model}: {exc}", file=sys.stderr)
                 continue
             bare, bare_peak, bare_median = bare_loop(cfg, args.steps, device)
-            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size,
-                                                               message_bytes(cfg.data.prefetch))
+            size = message_bytes(cfg.data.prefetch, workers=cfg.data.workers)  # as the run's TrainFeed sizes them
+            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size, size)
             for feed in args.feed:
                 device_feed.LOADER_PINS = feed == "loader-pinned"
                 _empty_host_cache(device)

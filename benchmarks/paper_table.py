@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import statistics
 import sys
@@ -107,6 +108,9 @@ def curves(results: Path = RESULTS) -> dict[tuple[str, str], dict[str, list[tupl
     return out
 
 
+STYLES = (("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."))  # markers and dashes: overlapping curves stay visible
+
+
 def plot(out: Path, results: Path = RESULTS) -> Path:
     """One panel per (model, task) with a finished run: validation R² (exact) against the step, one line per run,
     Table 1's value dashed."""
@@ -115,11 +119,14 @@ def plot(out: Path, results: Path = RESULTS) -> Path:
     from ssmbench.harness.plots import save_png
 
     panels = curves(results)
+    if not panels:
+        raise SystemExit(f"no finished run under {results}: nothing to plot")
     fig = Figure(figsize=(5.2 * len(panels), 3.6), dpi=110)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, ((model, task), lines) in zip(axes, sorted(panels.items()), strict=True):
-        for label, points in sorted(lines.items()):
-            ax.plot([s / 1000 for s, _ in points], [r2 for _, r2 in points], marker="o", ms=3, lw=1.3, label=label)
+        for (label, points), (marker, dash) in zip(sorted(lines.items()), itertools.cycle(STYLES)):
+            ax.plot([s / 1000 for s, _ in points], [r2 for _, r2 in points], marker=marker, ls=dash, ms=4, lw=1.3,
+                    label=label, alpha=0.85)
         ax.axhline(PAPER_TABLE1[model][task], ls="--", color="grey", lw=1, label="Table 1")
         ax.set(title=f"{model.upper()} {task.upper()}, paper protocol", xlabel="step (thousands)",
                ylabel="validation R² (exact)")
@@ -138,8 +145,9 @@ def write(page: Path = PAGE, results: Path = RESULTS) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"replace the marked section of {PAGE.name}")
-    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw the finished runs' validation curves")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--write", action="store_true", help=f"replace the marked section of {PAGE.name}")
+    what.add_argument("--plot", type=Path, metavar="PNG", help="draw the finished runs' validation curves")
     args = parser.parse_args()
     if args.plot:
         print(plot(args.plot))

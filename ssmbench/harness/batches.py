@@ -206,11 +206,14 @@ class TrainFeed:
     def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
                  pin_memory: bool = False, steps_per_message: int | None = None,
-                 train_samples: int | None = None) -> None:
+                 train_samples: int | None = None, local_processes: int = 1) -> None:
         self.start, self.stop = start_step, stop_step
         self.workers = workers
+        self.node_workers = node_workers(workers, local_processes)
+        """The data workers of every training process on this machine (`local_processes`, torchrun's
+        LOCAL_WORLD_SIZE): their rings share one /dev/shm, and messages are sized for the smallest."""
         k = steps_per_message or auto_steps_per_message(task, task_config, batch_size,
-                                                        message_bytes(prefetch, workers=node_workers(workers)))
+                                                        message_bytes(prefetch, workers=self.node_workers))
         self.steps_per_message = k
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
             task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
@@ -229,9 +232,8 @@ class TrainFeed:
             return None
         from ..data.read.ring import shm_for_full_rings, shm_free
 
-        node = node_workers(self.workers)
-        free, need = shm_free() or 0, shm_for_full_rings(node)
-        return (f"/dev/shm has {free >> 20} MiB free, so the {node} data worker(s) of this machine send "
+        free, need = shm_free() or 0, shm_for_full_rings(self.node_workers)
+        return (f"/dev/shm has {free >> 20} MiB free, so the {self.node_workers} data worker(s) of this machine send "
                 f"{self.steps_per_message} step(s) a message instead of {self.steps_per_message_full}, which costs a "
                 f"fast GPU step host time; give /dev/shm at least {-(-need >> 20)} MiB (in a container: docker run "
                 "--shm-size=1g, or --ipc=host)")

@@ -30,6 +30,8 @@ class DistEnv:
     world_size: int
     local_rank: int
     device: torch.device
+    local_world_size: int = 1
+    """Training processes on this machine (torchrun's LOCAL_WORLD_SIZE): they share its /dev/shm."""
 
     @property
     def is_main(self) -> bool:
@@ -67,10 +69,11 @@ def init_distributed(device: str = "auto") -> DistEnv:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     dev = pick_device(device, local)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
-    return DistEnv(rank, world, local, dev)
+    return DistEnv(rank, world, local, dev, local_world)
 
 
 def sum_across_ranks(tensor: torch.Tensor) -> torch.Tensor:

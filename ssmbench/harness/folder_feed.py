@@ -222,7 +222,8 @@ def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> A
     from .batches import TrainFeed
 
     return TrainFeed(cfg.task, cfg.task_config, d.seed, t.batch_size, start_step, t.steps, env.rank,
-                     env.world_size, d.workers, d.prefetch, pin_memory=pin_memory, train_samples=d.train_samples)
+                     env.world_size, d.workers, d.prefetch, pin_memory=pin_memory, train_samples=d.train_samples,
+                     local_processes=env.local_world_size)
 
 
 def check_run_files(cfg: Any, feed: FolderFeed, env: Any) -> None:

@@ -10,7 +10,6 @@ Example (the paper's cumsum batch, 1 MiB a step; a 64 MiB ring and 4 messages re
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,11 +43,12 @@ def message_bytes(prefetch: int, ring_bytes: int | None = None, workers: int = 1
     """The largest message a worker should make: MESSAGE_BYTES, or less so that its shared-memory ring holds one slot
     for each message read ahead (`prefetch`), the one being consumed and the one being made (and at least the four
     slots without which no ring is made), with 1/64 of the ring to spare (its header, the slots' alignment, and the
-    /dev/shm space the DataLoader's own queues take after this is sized). `ring_bytes` defaults to the smallest ring of `workers` workers (`ring.ring_budgets`): a message that finds
-    no free slot takes the slower way (new shared memory, a descriptor passed over a socket, an unmap), and a ring
-    that cannot hold four slots is not made at all. With 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages
-    went that way to a staged feed taking a step every 4 ms (16 of 109 to a plain one); with 10-step messages and 6
-    slots, 1 of 160 (and no sampled batch of the plain feed).
+    /dev/shm space the DataLoader's own queues take after this is sized). `ring_bytes` defaults to the smallest ring
+    of `workers` workers (`ring.ring_budgets`): a message that finds no free slot takes the slower way (new shared
+    memory, a descriptor passed over a socket, an unmap), and a ring that cannot hold four slots is not made at all.
+    With 16 MiB messages, 4 slots and 4 read ahead, 28 of 97 messages went that way to a staged feed taking a step
+    every 4 ms (16 of 109 to a plain one); with 10-step messages and 6 slots, 1 of 160 (and no sampled batch of the
+    plain feed).
 
     >>> message_bytes(4, ring_bytes=64 << 20) / 2 ** 20, message_bytes(1, ring_bytes=1 << 30) / 2 ** 20
     (10.5, 16.0)
@@ -61,22 +61,16 @@ def message_bytes(prefetch: int, ring_bytes: int | None = None, workers: int = 1
     return min(MESSAGE_BYTES, (ring_bytes - ring_bytes // 64) // slots)
 
 
-def node_workers(workers: int) -> int:
-    """The data workers of every training process on this machine: `workers` times torchrun's LOCAL_WORLD_SIZE (1
-    outside torchrun). All of them make their rings in the one /dev/shm, so each rank sizes its messages for the
-    smallest ring of them all. (Sized for its own 4 workers alone, each of 8 ranks on a 1 GiB /dev/shm would make
-    10-step messages at the paper's setting, which 20 of the 32 rings, 2-37 MiB, cannot hold four of: those rings are
-    not made, and their workers send each message through new shared memory in a /dev/shm the other rings have
-    nearly filled. Sized for all 32, messages hold one step, 29 rings are made, and the run names the /dev/shm
-    size that gives ten.)
+def node_workers(workers: int, local_processes: int = 1) -> int:
+    """The data workers of every training process on this machine: `workers` a process times `local_processes`
+    (torchrun's LOCAL_WORLD_SIZE; 1 outside torchrun). All of them make their rings in the one /dev/shm, so each rank
+    sizes its messages for the smallest ring of them all. (Sized for its own 4 workers alone, each of 8 ranks on a
+    1 GiB /dev/shm would make 10-step messages at the paper's setting, which 20 of the 32 rings, 3.0-37.5 MiB, cannot
+    hold four of: those rings are not made, and their workers send each message through new shared memory in a
+    /dev/shm the other rings have nearly filled. Sized for all 32, messages hold one step, 29 rings are made, and the
+    run names the /dev/shm size that gives ten.)
 
-    >>> os.environ["LOCAL_WORLD_SIZE"] = "8"; node_workers(4)
-    32
-    >>> del os.environ["LOCAL_WORLD_SIZE"]; node_workers(4)
-    4
+    >>> node_workers(4, local_processes=8), node_workers(4), node_workers(0, 8)
+    (32, 4, 0)
     """
-    try:
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    except ValueError:
-        local = 1
-    return max(0, workers) * max(1, local)
+    return max(0, workers) * max(1, local_processes)

@@ -105,7 +105,7 @@ def test_a_small_dev_shm_is_named_with_the_fix_before_a_gpu_run(monkeypatch, cap
 
     cfg = RunConfig.resolve("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
     monkeypatch.setattr(ring, "shm_free", lambda: 64 << 20)
-    cuda = SimpleNamespace(device=torch.device("cuda"), is_main=True, rank=0, world_size=1)
+    cuda = SimpleNamespace(device=torch.device("cuda"), is_main=True, rank=0, world_size=1, local_world_size=1)
     with caplog.at_level(logging.WARNING):
         feed = train_feed(cfg, 0, cuda)
     assert feed.feed.steps_per_message == 1 and feed.feed.steps_per_message_full == 10
@@ -113,7 +113,8 @@ def test_a_small_dev_shm_is_named_with_the_fix_before_a_gpu_run(monkeypatch, cap
     assert "/dev/shm has 64 MiB free" in line and "1 step(s) a message instead of 10" in line and "704 MiB" in line
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        train_feed(cfg, 0, SimpleNamespace(device=torch.device("cpu"), is_main=True, rank=0, world_size=1))
+        train_feed(cfg, 0, SimpleNamespace(device=torch.device("cpu"), is_main=True, rank=0, world_size=1,
+                                           local_world_size=1))
     assert not caplog.records
     monkeypatch.setattr(ring, "shm_free", lambda: 2 << 30)
     with caplog.at_level(logging.WARNING):
@@ -169,12 +170,18 @@ def test_under_torchrun_messages_are_sized_for_the_workers_of_every_local_rank(m
     for 32 rings (one step in a 1 GiB /dev/shm, not the ten that 4 rings alone would allow: 29 rings made instead of
     12), and the note names the size that gives every one of the 32 workers a full ring."""
     from ssmbench.data.read import ring
+    from ssmbench.harness.device_feed import train_feed
+    from ssmbench.harness.distributed import init_distributed
+    from ssmbench.harness.run_config import RunConfig
 
     monkeypatch.setattr(ring, "shm_free", lambda: 1 << 30)
     alone = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4)
     assert alone.steps_per_message == 10 and alone.shm_note() is None
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
-    rank = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")  # what torchrun --nproc-per-node 8 sets; WORLD_SIZE unset: no group
+    env = init_distributed("cpu")
+    cfg = RunConfig.resolve("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
+    assert train_feed(cfg, 0, env).feed.node_workers == 32  # what a run's feed is given
+    rank = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4, local_processes=env.local_world_size)
     assert rank.steps_per_message == 1 and rank.steps_per_message_full == 10
     assert "32 data worker(s)" in rank.shm_note() and f"{ring.shm_for_full_rings(32) >> 20} MiB" in rank.shm_note()
 
