@@ -82,7 +82,9 @@ shards or a finished run's files); 75 stopped at --time-limit
 @click.option("--device", default=None, help="auto, cpu, cuda or cuda:i [default: auto].")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
               help="fp32 (the paper) or mixed precision; SSM mixers stay float32 [default: fp32].")
-@click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the model.")
+@click.option("--compile", "compile_", is_flag=True, default=None,
+              help="torch.compile the model: on a GPU, fewer kernel launches for models whose steps wait on the "
+                   "host (DLR, S4D).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run folder (a suite's folder for several tasks) "
               "[default: runs/<task>-<model>-<time>].")
 @click.option("--runs-root", default="runs", type=click.Path(file_okay=False), help="Parent of default run folders.")
