@@ -157,6 +157,9 @@ MUTATIONS: list[Mutation] = [
              "if expected is not None and have == expected and have > 0:", "if False:",
              ("tests/data/test_download_integrity.py::test_a_complete_part_is_hashed_and_kept_not_fetched_again",),
              "a complete .part fetched again"),
+    # ------------------------------------------------ issue 37: data edges (get, catalog, checks, download)
+    # ------------------------------------------------ issue 37: runs (run_folder, time_limit, run_request, resolver)
+    # ------------------------------------------------ issue 37: generators (induction heads, MQAR, MAD)
 ]
 
 
