@@ -118,6 +118,7 @@ def eval_command(**given: Any) -> None:
         raise click.UsageError("--time-limit stops training runs; --checkpoint / --evaluator score_only train nothing")
     if given["resume_dir"]:
         _resume_takes_its_config(click.get_current_context(), keys, given["log_samples"])
+    _refuse_conflicts(click.get_current_context(), given)
     _early_checks(given["model"], given["preset"], given["config_file"], keys, given["device"], given["checkpoint"],
                   given["evaluator"])
     try:
@@ -153,6 +154,46 @@ def _resume_takes_its_config(ctx: click.Context, keys: dict[str, Any], log_sampl
     if bad:
         raise ConfigError(bad[0], "cannot change on --resume: it takes the run's own config (its config.json)",
                           f"only {', '.join(RESUMABLE_KEYS)} may be given; start a new run to change anything else")
+
+
+def _refuse_conflicts(ctx: click.Context, given: dict[str, Any]) -> None:
+    """Options that contradict each other or point a run at the wrong place: one line, exit 2, before anything runs.
+    `--seed N --seeds A,B` would run seeds A and B and record N; a run folder inside a dataset folder would be mixed
+    into the dataset's files."""
+    from pathlib import Path
+
+    from click.core import ParameterSource
+
+    from ..errors import ConfigError
+
+    if given["seeds"] and ctx.get_parameter_source("seed") in (ParameterSource.COMMANDLINE,
+                                                                ParameterSource.ENVIRONMENT):
+        raise ConfigError("--seed", f"conflicts with --seeds {given['seeds']} (which names every seed to run)",
+                          f"give one of them: --seeds {given['seeds']}, or --seed {given['seed']} alone")
+    for option, value in (("--out", given["out"]), ("--runs-root", given["runs_root"])):
+        dataset = dataset_folder_at(value) if value else None
+        if dataset is not None:
+            where = "a dataset folder" if Path(dataset) == Path(value).absolute() else f"inside the dataset folder {dataset}"
+            raise ConfigError(option, f"{value} is {where}: a run there would be mixed into the dataset's files",
+                              "choose a folder outside it (the default is runs/<task>-<model>-<time>)")
+
+
+def dataset_folder_at(path: str | os.PathLike[str]) -> str | None:
+    """The dataset folder (a folder whose manifest.json names a task and its splits) that `path` is or lies in;
+    None when there is none (only folders that exist are read)."""
+    from pathlib import Path
+
+    here = Path(path).absolute()
+    for folder in (here, *here.parents):
+        manifest = folder / "manifest.json"
+        if manifest.is_file():
+            try:
+                obj = json.loads(manifest.read_text(errors="replace"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(obj, dict) and "splits" in obj and "task" in obj:
+                return str(folder)
+    return None
 
 
 def _early_checks(model: str | None, preset: str, config_file: str | None, keys: dict[str, Any],
