@@ -1,9 +1,10 @@
 """Cheap checks of a dataset folder against its manifest, before anything is read (`stat` only).
 
 `check_folder` refuses, in one line naming the fix, a folder of another task, configuration or task version, a
-split that is missing, and shards that are missing or of the wrong size (`DamagedDataError`, exit 3, as `ssmbench
-verify`). Shards that `ssmbench download --split/--include` left out on purpose are listed in `.download.json`
-(`absent_by_selection`) and named as such.
+split that is missing, shards whose sample ranges are not contiguous or do not cover the split, shards that lead
+out of the folder (a symlink elsewhere: `safe_paths.UnsafePathError`, exit 3), and shards that are missing or of
+the wrong size (`DamagedDataError`, exit 3, as `ssmbench verify`). Shards that `ssmbench download
+--split/--include` left out on purpose are listed in `.download.json` (`absent_by_selection`) and named as such.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from ...errors import DatasetError, VerificationError
 from .manifest import FORMAT_VERSION, Manifest
+from .safe_paths import inside
 
 __all__ = ["DamagedDataError", "absent_by_selection", "check_folder", "regenerate_hint"]
 
@@ -85,7 +87,7 @@ def _check_split(root: Path, manifest: Manifest, split: str, left_out: set[str])
             raise DatasetError(f"{root}/manifest.json: {shard.path} starts at sample {shard.sample_start}, "
                                f"expected {start}", "re-download or regenerate the dataset")
         start = shard.sample_stop
-        file = root / shard.path
+        file = inside(root, shard.path, "shard")  # a symlink out of the folder is refused, not followed
         if not file.is_file():
             if shard.path in left_out:
                 raise DatasetError(f"{root}: {shard.path} was left out by a partial download",

@@ -1,6 +1,7 @@
 """`manifest.json`, the contract of a dataset folder, as typed objects: `Manifest`, `SplitInfo`, `ShardInfo`.
 
-Readers trust the manifest, not directory listings. `load_manifest(folder)` reads and checks it (a one-line
+Readers trust the manifest, not directory listings; every shard and file path it names must be a plain relative
+path (`ssmbench.data.folder.safe_paths`: no `..`, absolute or drive paths, backslashes), or it is refused (exit 3). `load_manifest(folder)` reads and checks it (a one-line
 `DatasetError` for a missing folder, a folder still being built, invalid JSON or a manifest without the keys every
 reader needs); `Manifest.to_json()` gives back the very object it was made from, so `dump_manifest` writes the same
 bytes the builder wrote (`json_bytes`: indented by 2, keys sorted). Keys this module does not know (a build's
@@ -34,6 +35,7 @@ from typing import Any
 from ...errors import DatasetError
 from .atomic import atomic_write_json, json_bytes
 from .locations import near_names
+from .safe_paths import check_relative
 
 __all__ = ["FORMAT_VERSION", "REQUIRED_KEYS", "Manifest", "SplitInfo", "ShardInfo", "read_manifest_json",
            "load_manifest", "dump_manifest", "write_manifest"]
@@ -81,6 +83,7 @@ class ShardInfo:
         if missing:
             raise DatasetError(f"a shard entry of the manifest has no {missing[0]!r} ({dict(obj)}): truncated or not "
                                "an ssmbench manifest", "re-download or regenerate the dataset")
+        check_relative(obj["path"], "shard path")  # read from outside: it must stay inside the folder
         known, extra = _split_off(obj, cls, required)
         return cls(**known, extra=extra)
 
@@ -153,6 +156,8 @@ class Manifest:
             raise DatasetError(f"{where} is incomplete (no {missing[0]!r}): truncated or not an ssmbench manifest",
                                "re-download or regenerate the dataset")
         known, extra = _split_off(obj, cls, REQUIRED_KEYS)
+        for f in known.get("files") or []:
+            check_relative(f.get("path") if isinstance(f, dict) else f, "file path")
         splits = {name: SplitInfo.from_json(info) for name, info in known.pop("splits").items()}
         return cls(**known, splits=splits, extra=extra)
 

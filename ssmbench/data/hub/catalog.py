@@ -17,6 +17,8 @@ A catalogue is JSON::
          "task": "shift", "task_version": "1", "dataset_id": "shift-64-b9accf39",
          "description": "Shift, L = 64"}}}
 
+Names must be plain folder names and shard paths plain relative paths (`ssmbench.data.folder.safe_paths`): a
+catalogue naming `../x` or an absolute path is refused when it is read, before anything is created.
 `sources` are tried in order (`url` is accepted for a single one); `ssmbench.data.hub.download` explains the URL forms.
 An entry may instead (or also) carry `build` ({"argv": ["generate", ...], "workers": W}) and `shards` (each
 shard's path, size, sha256 and per-field content hashes), which `ssmbench get` (`ssmbench.data.hub.get`) uses to
@@ -49,6 +51,7 @@ from typing import Any
 
 from ...errors import ConfigError, DatasetError
 from ...plain import human_bytes, human_seconds
+from ..folder.safe_paths import UnsafePathError, check_name, check_relative
 
 BUILTIN = "<built-in>"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -132,6 +135,13 @@ def _entry(name: str, raw: Any, origin: str) -> CatalogEntry:
     for sh in shards:
         if not (isinstance(sh, dict) and isinstance(sh.get("path"), str) and _SHA256.match(str(sh.get("sha256")))):
             raise ConfigError(where, f"shard {sh!r} needs a path and a 64-hex sha256")
+    try:  # names become folders under the data root, shard paths files under them: nothing may lead outside
+        for sh in shards:
+            check_relative(sh["path"], "shard path")
+        if raw.get("folder") is not None:
+            check_name(raw["folder"], "folder")
+    except UnsafePathError as exc:
+        raise ConfigError(where, exc.message) from None
     sha = raw.get("manifest_sha256")
     if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
         raise ConfigError(where, f"manifest_sha256 must be 64 lower-case hex digits, got {sha!r}")
@@ -153,6 +163,11 @@ def parse_catalog(obj: Any, origin: str) -> dict[str, CatalogEntry]:
         raise ConfigError(f"catalogue {origin}", 'must be {"format": 1, "datasets": {NAME: {...}}}')
     if obj.get("format", 1) != 1:
         raise ConfigError(f"catalogue {origin}", f"format {obj.get('format')!r} is not supported (this is 1)")
+    for name in obj.get("datasets", {}):
+        try:  # the name is the folder `get` and `download` write under the data root
+            check_name(name, "dataset name")
+        except UnsafePathError as exc:
+            raise ConfigError(f"catalogue {origin}", exc.message, "rename the entry") from None
     return {name: _entry(name, raw, origin) for name, raw in obj.get("datasets", {}).items()}
 
 

@@ -13,6 +13,9 @@ The flow behind `ssmbench download NAME|URL`:
    resuming a `.part` left by an interrupted run with an HTTP `Range: bytes=<size>-` request (a 206 answer is
    appended, a 200 answer restarts the file). Transient failures are retried with exponential backoff and jitter,
    then the next source is tried.
+   Every path the manifest names (and its `name`, the folder) must be a plain relative path that stays inside the
+   folder, symlinks included (`ssmbench.data.folder.safe_paths`); a manifest naming `../x`, `/abs` or `a\\b` is
+   refused (exit 3) before anything is written.
 4. Check each file's size and sha256 against the manifest before renaming it into place; a mismatching file is
    deleted, never kept. `manifest.json` itself is written last, so a folder whose download failed never looks
    like a dataset; `.download.json` records the source and which shards were left out on purpose (`--split`,
@@ -46,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConfigError, DatasetError, DownloadError, VerificationError
 from ...plain import file_sha256
 from ..folder.atomic import atomic_write_bytes, atomic_write_json
+from ..folder.manifest import Manifest
+from ..folder.safe_paths import UnsafePathError, check_name, inside
 from ..folder.splits import SPLIT_ALIASES, SPLIT_ORDER
 from .transfer import (
     STOP,
@@ -168,7 +173,7 @@ def select_files(manifest: dict[str, Any], splits: Sequence[str] | None = None,
 
 
 def _is_present(root: Path, item: FileItem) -> bool:
-    path = root / item.path
+    path = inside(root, item.path, "file")
     if not path.is_file():
         return False
     if item.sha256 is None:
@@ -181,11 +186,16 @@ def _check_manifest(data: bytes, origin: str) -> dict[str, Any]:
         manifest = json.loads(data)
         name = manifest["name"]
         _ = [manifest["splits"][s]["shards"] for s in SPLIT_ORDER]
-    except (ValueError, KeyError, TypeError):
+        Manifest.from_json(manifest, f"{origin}manifest.json")  # every shard and file path: plain and relative
+    except UnsafePathError as exc:
+        raise UnsafePathError(f"{origin}manifest.json: {exc.message}; nothing was downloaded", hint=exc.hint) from None
+    except (ValueError, KeyError, TypeError, AttributeError, DatasetError):
         raise DatasetError(f"{origin}manifest.json is not an ssmbench manifest",
                            "point at a dataset folder made by `ssmbench generate`") from None
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
-        raise DatasetError(f"{origin}manifest.json names the dataset {name!r}, which is not a folder name")
+    try:  # the name becomes the folder under the data root
+        check_name(name, "the dataset name")
+    except UnsafePathError as exc:
+        raise UnsafePathError(f"{origin}manifest.json: {exc.message}; nothing was downloaded", hint=exc.hint) from None
     return manifest
 
 
@@ -309,7 +319,7 @@ def _fetch_all(http: Http, bases: list[str], root: Path, wanted: list[FileItem],
     if not todo:
         return
     for item in todo:
-        (root / item.path).parent.mkdir(parents=True, exist_ok=True)
+        inside(root, item.path, "file").parent.mkdir(parents=True, exist_ok=True)
     resumed = sum((root / (f.path + ".part")).stat().st_size for f in todo if (root / (f.path + ".part")).exists())
     lock = threading.Lock()
     bar = tqdm(total=sum(f.num_bytes or 0 for f in todo), initial=resumed, unit="B", unit_scale=True,

@@ -41,13 +41,14 @@ import shutil
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import DatasetError, VerificationError
 from ..folder.manifest import Manifest, load_manifest
+from ..folder.safe_paths import check_name, check_relative, inside
 from ..folder.splits import SPLIT_ORDER
 from .catalog import CatalogEntry, find_entry
 
@@ -172,7 +173,8 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
     manifest = _read_manifest(folder)
     on_disk = {p.relative_to(folder).as_posix() for p in folder.glob("*/*.h5")}
     left_out = absent_by_selection(folder)
-    wanted = [sh for sh in entry.shards if sh["path"] not in left_out or (folder / sh["path"]).exists()]
+    wanted = [sh for sh in entry.shards if sh["path"] not in left_out or (folder / check_relative(sh["path"],
+              "shard path")).exists()]
     missing = [sh["path"] for sh in wanted if sh["path"] not in on_disk]
     if missing:
         raise VerificationError(f"{folder}: shard {missing[0]} is missing here"
@@ -182,9 +184,10 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
     if unlisted:
         raise VerificationError(f"{folder}: shard {unlisted[0]} is not in the catalogue entry {entry.name!r} (the "
                                 f"split or shard plan differs); {_facts_line(entry)}", hint=hint)
+    files = [inside(folder, sh["path"], "shard") for sh in wanted]  # a symlink out of the folder: refused
     pool = ThreadPoolExecutor(_hash_workers(workers))  # sha256 and file reads release the GIL
     try:
-        facts = list(pool.map(lambda sh: shard_facts(folder / sh["path"], sh), wanted))
+        facts = list(pool.map(shard_facts, files, wanted))
     finally:  # Ctrl-C: the shards not started yet are not read (a `with` block would wait for all of them)
         pool.shutdown(wait=True, cancel_futures=True)
     checked: list[str] = []
@@ -267,6 +270,35 @@ def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: boo
                 f"the shards done are kept in {staging}; re-run the same command to continue") from None
 
 
+def rebuild_notice(entry: CatalogEntry, dest: Path, workers: int | None) -> Iterator[str]:
+    """The lines `get` says before it rebuilds `entry` (a dataset without a mirror): first what and how big (from the
+    catalogue, at once), then how long, from `ssmbench.data.build.estimate` (a probe of a few seconds; a cold Numba
+    cache compiles the task's kernels first, which the build then reuses)."""
+    from ...plain import human_bytes
+    from ...task_config import extra_overrides, resolve_config
+    from ..build.estimate import estimate_build
+    from ..build.generate import plan_build
+    from ..build.replay import parse_generate_argv
+    from ..build.shards import parse_split
+
+    argv = entry.build["argv"]
+    w = workers or int(entry.build.get("workers") or 1)
+    samples = f"{sum(entry.num_samples.values()):,} samples, " if entry.num_samples else ""
+    yield (f"{entry.name} has no mirror: rebuilding it here ({samples}{human_bytes(entry.num_bytes)}) with "
+           f"`ssmbench {' '.join(argv)}`, then checking every shard against the catalogue")
+    # the plan as `generate_from_argv` makes it (ssmbench.data.build.replay)
+    options, _, extra = parse_generate_argv(argv)
+    task, config, _ = resolve_config(options["task"], length=options.get("length"), size=options.get("size"),
+                                     preset=options.get("preset"), config_file=options.get("config_file"),
+                                     overrides=[*options["overrides"], *extra_overrides(extra)])
+    split = parse_split(options["split"]) if options.get("split") else None
+    plan = plan_build(task.name, config, options.get("n"), split, options.get("seed", 0),
+                      options.get("samples_per_shard"), options.get("codec"))
+    est = estimate_build(task, config, plan, w)
+    yield (f"{entry.name}: about {est['time_human']} with {w} worker(s) (estimated), about {est['disk_human']} on "
+           f"disk -> {dest}")
+
+
 def signal_name(signum: int) -> str:
     try:
         return signal.Signals(signum).name
@@ -324,25 +356,23 @@ def sigterm_interrupts() -> Iterator[None]:
 
 @contextmanager
 def _entry_lock(root: Path, entry: CatalogEntry, dest: Path, on_wait: Callable[[str], None] | None) -> Iterator[None]:
-    """One `get` of an entry into a data root at a time (`<root>/.get-<name>.lock`); a second one says it waits."""
-    from filelock import FileLock, Timeout
+    """One `get` of an entry into a data root at a time (`<root>/.get-<name>.lock`, removed when done); a second
+    one says it waits."""
+    from .lockfile import held
 
-    lock: FileLock | None = FileLock(str(root / f".get-{entry.name}.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
+    path = root / f".get-{entry.name}.lock"
+
+    def say() -> None:
         (on_wait or log.warning)(f"waiting for another `ssmbench get {entry.name}` into {root} to finish "
-                                 f"(it holds {lock.lock_file})")
-        lock.acquire()
-    except OSError:  # a read-only data root: nothing can be written there, so check what is present unlocked
-        if not (dest / "manifest.json").exists():
-            raise
-        lock = None
-    try:
+                                 f"(it holds {path})")
+
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(held(path, on_wait=say))
+        except OSError:  # a read-only data root: nothing can be written there, so check what is present unlocked
+            if not (dest / "manifest.json").exists():
+                raise
         yield
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def _check_present(dest: Path, entry: CatalogEntry, workers: int | None) -> tuple[list[str], list[str]]:
@@ -380,7 +410,7 @@ def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path 
 
     entry = find_entry(name, catalog)
     root = data_root(to)
-    dest = root / entry.name  # where open_dataset(name) and `download NAME` look
+    dest = root / check_name(entry.name, "catalogue name")  # where open_dataset(name) and `download NAME` look
     root.mkdir(parents=True, exist_ok=True)
     with _entry_lock(root, entry, dest, on_wait):
         if (dest / "manifest.json").exists():
@@ -396,6 +426,9 @@ def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path 
             raise DatasetError(f"catalogue entry {name!r} has neither sources nor a build command",
                                "fix the catalogue")
         staging = root / f".get-{entry.name}"
+        if not quiet:
+            for line in rebuild_notice(entry, dest, workers):  # a rebuild can take hours: say so before it starts
+                (on_wait or log.warning)(line)
         built = _rebuild(entry, staging, workers, quiet)
         checked, notes = check_against_entry(built, entry, workers)
         os.replace(built, dest)

@@ -26,6 +26,7 @@ from typing import Any
 from ... import __version__
 from ...errors import ConfigError, DownloadError
 from ...plain import file_sha256
+from ..folder.safe_paths import check_relative, inside
 
 CHUNK = 1 << 20
 STOP = threading.Event()
@@ -234,7 +235,7 @@ def fetch_file(http: Http, bases: Sequence[str], root: Path, item: FileItem, bar
                 lock: threading.Lock) -> Failure | None:
     if STOP.is_set():  # Ctrl-C came while this file waited for a worker: leave it for the next run
         raise KeyboardInterrupt
-    dest = root / item.path
+    dest = inside(root, item.path, "file")  # never written outside the folder, whatever the manifest says
     part = dest.with_name(dest.name + ".part")
     problems: list[Failure] = []
     for base in bases:
@@ -284,6 +285,8 @@ def hf_to_https(source: str) -> str:
     if not m:
         raise ConfigError("source", f"{source!r} is not hf://datasets/<org>/<repo>[@<revision>][/<folder>]")
     repo, revision, folder = m.group(1), m.group(2) or "main", (m.group(3) or "").strip("/")
+    for part in (*repo.split("/"), revision, *([folder] if folder else [])):
+        check_relative(part, "hf:// path")  # no '..', '\\' or empty parts: it names one folder of one repository
     return f"{hub_endpoint()}/datasets/{repo}/resolve/{revision}/" + (f"{folder}/" if folder else "")
 
 

@@ -5,6 +5,9 @@ contiguous sample ranges and each shard's datasets and root attributes (metadata
 chunk (fletcher32 fires on corruption), recomputes the per-field content hashes and the content digest, runs the
 task's oracle on a few rows per split, and regenerates `regenerate` samples to compare bytes.
 
+A shard or file path that leads out of the folder (`../x.h5` in the manifest, or a symlink to a file elsewhere) is
+refused (`ssmbench.data.folder.safe_paths`): a problem at every level, exit 3, and the file is never read.
+
 A folder made by `ssmbench download --split/--include` lists the shards it left out in `.download.json`; those are
 reported as absent (not as missing), and every level checks what is present.
 """
@@ -23,9 +26,11 @@ import numpy as np
 
 from ...errors import VerificationError
 from ...plain import file_sha256
+from ..build.preview import PREVIEW_FILE, preview_problem
 from ..build.shards import content_prefix, row_hashes
 from ..folder.checks import absent_by_selection
 from ..folder.manifest import Manifest, ShardInfo, load_manifest
+from ..folder.safe_paths import UnsafePathError, inside
 from ..folder.splits import SPLIT_ORDER
 
 
@@ -97,7 +102,11 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
                 report.problems.append(f"{shard.path}: sample range starts at {shard.sample_start}, "
                                        f"expected {expected_start}")
             expected_start = shard.sample_stop
-            file = root / shard.path
+            try:
+                file = inside(root, shard.path, "shard")
+            except UnsafePathError as exc:  # a symlink out of the folder: never followed
+                report.problems.append(exc.message)
+                continue
             if not file.exists():
                 if shard.path in left_out:
                     report.absent.append(shard.path)
@@ -124,9 +133,14 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
         if rel not in listed:
             report.problems.append(f"{rel}: not listed in manifest.json")
     for f in manifest.files or []:
-        p = root / f["path"]
+        try:
+            p = inside(root, f["path"], "file")
+        except UnsafePathError as exc:
+            report.problems.append(exc.message)
+            continue
         if not p.exists() or (f["path"] not in hashed and file_sha256(p) != f["sha256"]):
-            report.problems.append(f"{f['path']}: missing or sha256 mismatch")
+            report.problems.append(preview_problem(root) if f["path"] == PREVIEW_FILE else
+                                   f"{f['path']}: missing or sha256 mismatch")
         else:
             report.checked_files += 1
     if deep and not report.problems:

@@ -1,6 +1,7 @@
 """A map-style PyTorch dataset over one split of a dataset folder: `open_folder(path, split)`.
 
-The constructor reads `manifest.json` only, checks the folder (structure, task, task version) and keeps the shard
+The constructor reads `manifest.json` only, checks the folder (structure, task, task version; a shard path or
+symlink that leads out of the folder is refused, `ssmbench.data.folder.safe_paths`) and keeps the shard
 table as NumPy arrays (small and copy-on-write friendly in DataLoader workers). HDF5 files are opened lazily, in
 the process that reads them, on the first item that needs a shard, and kept in a small per-process LRU cache; a
 handle opened before a fork is never used by the child (the cache is keyed by pid and dropped when pickled), so the
@@ -65,6 +66,7 @@ from ...api import Field, Spec
 from ...errors import DatasetError
 from ..folder.checks import DamagedDataError, check_folder
 from ..folder.manifest import ShardInfo, load_manifest
+from ..folder.safe_paths import inside
 from ..folder.splits import canonical_split
 from .chunk_rows import DatasetRows, InflatedRows, file_descriptor, rows_reader
 from .columns import Batch, ColumnPlan, collate
@@ -124,7 +126,7 @@ def check_shard_files(root: str | Path, shards: Sequence[ShardInfo], workers: in
 
     root = Path(root)
     for sh in shards:
-        file = root / sh.path
+        file = inside(root, sh.path, "shard")  # a symlink out of the folder: refused, exit 3
         if not file.is_file():
             raise DamagedDataError(f"{root}: shard {sh.path} is missing; run `ssmbench verify {root}`, then "
                                    "re-download or rebuild the folder")
@@ -306,7 +308,7 @@ class FolderDataset:
         # locking=False: shards are immutable, and HDF5 file locks fail on some network file systems. No chunk
         # cache: a training epoch reads each chunk once, so a cache only holds memory (and would let a repeated
         # read, a benchmark's second epoch, skip decoding).
-        path = self.root / str(self._paths[s])
+        path = inside(self.root, str(self._paths[s]), "shard")  # the link may have changed since check_folder
         try:
             f = h5py.File(path, "r", locking=False, rdcc_nbytes=0)
         except OSError as exc:  # not a read failure: say what else stops an open before calling the file damaged
