@@ -59,6 +59,8 @@ class Mutation:
 
 
 M = "tests/test_mutations.py::"
+IH = "tests/generators/test_induction_heads.py::"
+MQ = "tests/generators/test_mqar.py::"
 MUTATIONS: list[Mutation] = [
     # ------------------------------------------------------------------------------------------------ data, configs
     Mutation("chunk_rows.py:156", "ssmbench/data/read/chunk_rows.py",
@@ -160,6 +162,25 @@ MUTATIONS: list[Mutation] = [
     # ------------------------------------------------ issue 37: data edges (get, catalog, checks, download)
     # ------------------------------------------------ issue 37: runs (run_folder, time_limit, run_request, resolver)
     # ------------------------------------------------ issue 37: generators (induction heads, MQAR, MAD)
+    # Each is killed by a plain-Python oracle of the sample's meaning or a law written out in the test, not by a
+    # digest: the old power-law test took its weights from the generator's own `query_weights`.
+    Mutation("induction_heads.py:70", "generators/induction_heads.py",
+             "targets[i, L - 1] = x[s + 1]", "targets[i, L - 1] = x[s]",
+             (IH + "test_every_sample_labels_the_token_after_the_first_special_token",),
+             "target is the special token itself, not the token after it"),
+    Mutation("mqar.py:125", "generators/mqar.py",
+             "_ordered_sample(state, half, vocab_size, k, pool, value_ids)",
+             "_ordered_sample(state, half - 1, vocab_size - 1, k, pool, value_ids)",
+             (MQ + "test_every_sample_binds_distinct_keys_below_half_to_distinct_values_above_it",),
+             "values drawn from [V/2 - 1, V - 1): they overlap the key range"),
+    Mutation("mqar.py:84", "generators/mqar.py",
+             "** (float(config.power_a) - 1.0)", "** float(config.power_a)",
+             (MQ + "test_first_query_offset_follows_zoologys_power_law_written_out_here",),
+             "power-law exponent a instead of a - 1"),
+    Mutation("_mad.py:249", "generators/_mad.py",
+             "value_of[k] if seen and multi_query else IGNORE", "value_of[k] if multi_query else IGNORE",
+             ("tests/generators/test_mad.py::test_recall_scores_a_key_only_after_its_first_sight",),
+             "multi-query recall also labels a key's first value"),
 ]
 
 

@@ -31,6 +31,19 @@ def test_kernel_matches_the_slow_reference_byte_for_byte(config):
     np.testing.assert_array_equal(out["special_position"], special)
 
 
+@pytest.mark.parametrize("config", [InductionHeadsConfig(L=64), InductionHeadsConfig(L=5, vocab_size=4)])
+def test_every_sample_labels_the_token_after_the_first_special_token(config):
+    """The task's meaning, checked sample by sample in plain Python (no shared stream or helper): the special id
+    occurs exactly at s and at L - 1, and the one label, at L - 1, is the token that followed s."""
+    block = draw(config, 400)
+    special = config.vocab_size - 1
+    for x, y, s in zip(block["inputs"].tolist(), block["targets"].tolist(), block["special_position"].tolist(),
+                       strict=True):
+        assert [p for p, t in enumerate(x) if t == special] == [s, config.L - 1]
+        assert y[:-1] == [-100] * (config.L - 1)
+        assert y[-1] == x[s + 1] != special
+
+
 def test_special_position_answer_and_tokens_are_uniform():
     config = InductionHeadsConfig(L=32)
     block = draw(config, 6000)

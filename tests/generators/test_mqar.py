@@ -66,6 +66,37 @@ def test_query_offsets_follow_successive_sampling_of_the_power_law():
     assert earlier > 0.53 and abs(np.mean(offsets[:, 0] < offsets[:, 1]) - earlier) < 0.015
 
 
+def test_first_query_offset_follows_zoologys_power_law_written_out_here():
+    """Pair 0's query offset is the first successive draw, so P(g) = (g+1)^(a-1) / sum: the law is written out here
+    (not taken from `query_weights`, which the generator uses) and checked at Zoology's a = 0.01, where the first
+    offset takes about a quarter of the draws (against 1/28 for a flat law, or for exponent a instead of a - 1)."""
+    config = MqarConfig(L=64, num_kv_pairs=4, vocab_size=64, random_non_queries=False)  # 28 query offsets
+    n = 3000
+    first = query_offsets(draw(config, n), 4)[:, 0]
+    weights = np.array([(g + 1.0) ** (0.01 - 1.0) for g in range(28)])
+    expected = weights / weights.sum()
+    observed = np.bincount(first, minlength=28)
+    assert abs(observed[0] / n - expected[0]) < 0.03 and expected[0] > 0.24
+    assert stats.chisquare(observed, expected * n).pvalue > 1e-3
+
+
+def test_every_sample_binds_distinct_keys_below_half_to_distinct_values_above_it():
+    """Sample by sample in plain Python: keys in [1, V/2), values in [V/2, V), none shared, and each scored query
+    labelled with its key's value; over the samples every value id from V/2 to V - 1 occurs."""
+    config = MqarConfig(L=64, num_kv_pairs=8, vocab_size=128)
+    block = draw(config, 300)
+    seen_values: set[int] = set()
+    for x, y in zip(block["inputs"].tolist(), block["targets"].tolist(), strict=True):
+        keys, values = x[0:16:2], x[1:16:2]
+        assert len(set(keys)) == 8 and all(1 <= k < 64 for k in keys)
+        assert len(set(values)) == 8 and all(64 <= v < 128 for v in values)
+        bound = dict(zip(keys, values, strict=True))
+        scored = [p for p, label in enumerate(y) if label != -100]
+        assert sorted(x[p] for p in scored) == sorted(keys) and all(y[p] == bound[x[p]] for p in scored)
+        seen_values.update(values)
+    assert seen_values == set(range(64, 128))
+
+
 def test_keys_values_and_filler_are_uniform_over_their_ranges():
     config = MqarConfig(L=64, num_kv_pairs=4, vocab_size=32)
     block = draw(config, 4000)
