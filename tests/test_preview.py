@@ -48,10 +48,11 @@ def _images(n: int = 6, side: int = 40) -> dict[str, np.ndarray]:
     return {"inputs": inputs, "targets": targets, "label": (np.arange(n) % 2 == 0).astype(np.uint8)}
 
 
-def test_image_grid_shows_images_and_all_mask_colours(tmp_path):
+def test_image_grid_shows_images_and_all_mask_colours(tmp_path, monkeypatch):
     ds = _folder(tmp_path / "pf", _images(), "pixels")
+    monkeypatch.chdir(tmp_path)
     png = render_preview(ds, n=5)
-    assert png == ds / "preview.png"
+    assert png == tmp_path / "pf-preview.png" and sorted(p.name for p in ds.iterdir()) == ["manifest.json", "val"]
     img = imread(png)[..., :3]
     assert img.shape[0] > 300 and img.shape[1] > 300
     colours = {tuple(np.round(c * 255).astype(int)) for c in img.reshape(-1, 3)[::7]}
@@ -79,13 +80,14 @@ def test_sequences_and_tokens(tmp_path):
     x = np.stack([rng.normal(size=(3, 64)), np.cos(2 * np.pi * t / 64)[None].repeat(3, 0),
                   np.sin(2 * np.pi * t / 64)[None].repeat(3, 0)], -1).astype(np.float32)
     atomic = _folder(tmp_path / "cumsum", {"inputs": x, "targets": np.cumsum(x[:, :, :1], 1)}, "real")
-    assert imread(render_preview(atomic, n=2)).shape[1] >= 900
+    assert imread(render_preview(atomic, n=2, out=tmp_path / "a.png")).shape[1] >= 900
     tokens = rng.integers(1, 16, size=(3, 50)).astype(np.uint8)
     targets = np.full((3, 50), -100, dtype=np.int8)
     targets[:, 5::7] = rng.integers(0, 10, size=(3, 7))
     lo = _folder(tmp_path / "listops", {"inputs": tokens, "targets": targets, "lengths": np.array([50, 40, 30])},
                  "tokens", split="test")
-    assert render_preview(lo, n=3, predictions=targets).is_file()  # falls back to the only split with samples
+    # falls back to the only split with samples
+    assert render_preview(lo, n=3, predictions=targets, out=tmp_path / "lo.png").is_file()
 
 
 def test_real_dataset_folder(tmp_path):
@@ -107,3 +109,45 @@ def test_errors(tmp_path):
     (ds / "val" / "shard-00001.h5").unlink()
     with pytest.raises(DatasetError):
         render_preview(ds, n=6)
+
+
+@pytest.mark.parametrize("where", ["preview.png", "val/x.png", "."])
+def test_never_into_the_dataset_it_draws(tmp_path, monkeypatch, where):
+    """The build's preview.png is pinned in the manifest: a picture drawn over it failed `verify` and `publish`
+    (issue 37). An --out inside the folder is a ConfigError; run from inside the folder, the default goes to the
+    temporary folder; the build's own `.build/` scratch folder stays allowed."""
+    from ssmbench.errors import ConfigError
+
+    ds = _folder(tmp_path / "pf", _images(), "pixels")
+    before = sorted(p.relative_to(ds) for p in ds.rglob("*"))
+    if where == ".":
+        monkeypatch.chdir(ds / "val")
+        written = render_preview(ds, n=2)
+        assert ds not in written.parents and written.is_file()
+        written.unlink()
+    else:
+        with pytest.raises(ConfigError, match="inside the dataset folder"):
+            render_preview(ds, n=2, out=ds / where)
+    assert sorted(p.relative_to(ds) for p in ds.rglob("*")) == before
+    assert render_preview(ds, n=2, out=ds / ".build" / "preview.png").is_file()
+
+
+def test_verify_names_a_changed_preview_and_card_restores_it(tmp_path, capsys):
+    """A preview drawn over the pinned one (as `preview` did before issue 37): `verify` says which file and how to
+    restore it; `card` draws the pinned picture again, byte for byte, and `verify` passes."""
+    from ssmbench.cli import main
+    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.hub.verify import verify_dataset
+    from support import tiny_config
+
+    folder = generate_dataset("pathfinder", tiny_config("pathfinder"), out=tmp_path, n=8, workers=1).path
+    pinned = (folder / "preview.png").read_bytes()
+    render_preview(folder, n=2, out=folder / ".build" / "other.png").replace(folder / "preview.png")
+    problems = verify_dataset(folder).problems
+    assert problems == [f"preview.png: missing or not the image the manifest pins (drawn over by an older "
+                        f"`ssmbench preview`?); restore it with `ssmbench card {folder}`"]
+    with pytest.raises(SystemExit) as end:
+        main(["card", str(folder)])
+    assert end.value.code == 0 and capsys.readouterr().out.splitlines()[0] == str(folder / "preview.png")
+    assert (folder / "preview.png").read_bytes() == pinned and verify_dataset(folder).ok
+    assert not (folder / ".build" / "preview.png").exists()

@@ -243,16 +243,20 @@ def verify_command(path: str, deep: bool, regenerate: int | None, catalog: str |
 @cli.command("card", epilog="Examples:\n\n\b\n  ssmbench card data/shift-512")
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 def card_command(path: str) -> None:
-    """(Re)render a dataset folder's README.md data card and croissant.json from its manifest."""
+    """(Re)render a dataset folder's README.md data card and croissant.json from its manifest, and draw its pinned
+    preview.png again where that is missing or changed."""
     import errno
     from pathlib import Path
 
     from ..data.build.cards import write_card
+    from ..data.build.preview import restore_preview
     from ..data.folder.manifest import read_manifest_json
     from ..errors import DatasetError
 
     manifest = read_manifest_json(path)
     try:
+        if restore_preview(Path(path), manifest):
+            click.echo(str(Path(path) / "preview.png"))
         click.echo(str(write_card(Path(path), manifest)))
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -265,10 +269,13 @@ def card_command(path: str) -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @click.option("-n", "--n", "n", type=int, default=8, help="Number of samples to show.")
 @click.option("--out", type=click.Path(dir_okay=False),
-              help="PNG to write [default: DIR/preview.png; a temporary file when DIR is read-only].")
+              help="PNG to write, outside DIR [default: ./<name>-preview.png; a temporary file when the working "
+                   "folder is DIR or read-only].")
 @click.option("--split", default="val", help="Split to draw samples from.")
 def preview_command(path: str, n: int, out: str | None, split: str) -> None:
-    """Render a PNG of samples: images beside colour-coded masks, or sequences as plots."""
+    """Render a PNG of samples: images beside colour-coded masks, or sequences as plots; prints where it went.
+
+    Never into DIR: the dataset's own preview.png is pinned by its manifest (`verify` checks it)."""
     from pathlib import Path
 
     from ..data.folder.manifest import read_manifest_json
@@ -279,7 +286,7 @@ def preview_command(path: str, n: int, out: str | None, split: str) -> None:
     except ImportError:
         raise SsmbenchError("preview is not available in this installation") from None
     written = render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)
-    if out is None and written.parent != Path(path):
-        click.echo(f"note: {path} is read-only, so the preview went to the temporary folder (choose with --out)",
-                   err=True)
+    if out is None and written.parent.resolve() != Path.cwd().resolve():
+        click.echo("note: the working folder is the dataset or read-only, so the preview went to the temporary "
+                   "folder (choose with --out)", err=True)
     click.echo(str(written))

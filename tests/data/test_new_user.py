@@ -204,6 +204,7 @@ def test_preview_and_card_on_a_read_only_dataset(tiny_shift, capsys, monkeypatch
         return real_save(fig, out)
 
     monkeypatch.setattr(preview, "_save", read_only)
+    monkeypatch.chdir(folder)  # from inside the dataset (read-only here): the temporary folder, never the dataset
     code, out, err = cli(capsys, "preview", str(folder))
     written = Path(out.strip())
     assert code == 0 and written.is_file() and written.parent != folder and "read-only" in err

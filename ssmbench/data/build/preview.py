@@ -1,7 +1,10 @@
 """A picture of a dataset's samples: images beside colour-coded masks, or sequences as line plots.
 
 `render_preview(DIR)` reads `DIR/manifest.json` and the first shards of one split (HDF5, read-only, no file
-locking) and writes a PNG (default `DIR/preview.png`; a file in the temporary folder when DIR is read-only).
+locking) and writes a PNG, never into DIR: the build's own `preview.png` is pinned in the manifest, so a picture
+drawn over it would fail `verify` and `publish` (default `./<name>-preview.png` in the working folder; a file in the
+temporary folder when that folder is DIR or read-only). Only a build draws into its dataset (`preview.png`, via its
+`.build/` folder).
 Image tasks (`input_kind == "pixels"`, e.g. `pathfinder`) show each image above its mask (0 black, 1 blue,
 2 orange) and, when given, the model's prediction; every other task plots a few sequences: value channels of the
 inputs and the targets at the output positions (ListOps: token ids and subtree values). matplotlib is imported
@@ -21,10 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DatasetError
+from ...errors import ConfigError, DatasetError
 from ..folder.splits import canonical_split
 
 log = logging.getLogger(__name__)
+
+PREVIEW_FILE = "preview.png"
+"""The picture a build draws into its dataset folder (tasks with `card_preview`), pinned in the manifest's files."""
+BUILD_PREVIEW_SAMPLES = 4
+"""Samples in that picture (finalize draws `render_preview(root, n=4)`); `restore_preview` draws the same."""
 
 MASK_COLOURS = ("#000000", "#3d8bff", "#ff9f1c")
 """Mask classes 0 (background, distractors, circles), 1 (main path), 2 (main path with circles at both ends)."""
@@ -71,8 +79,9 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     Args:
         dataset_dir: a dataset folder with `manifest.json` (README: The dataset folder).
         n: number of samples to show.
-        out: where to write the PNG; by default `DIR/preview.png`, or, when the folder is read-only, a file in
-            the temporary folder (the returned path says where).
+        out: where to write the PNG, outside DIR (ConfigError otherwise; only the build's `.build/` folder is
+            allowed); by default `<name>-preview.png` in the working folder, or, when the working folder is DIR or
+            read-only, a file in the temporary folder (the returned path says where).
         predictions: optional predicted classes (n, S, S) or (n, S*S), or logits with a trailing class axis, for
             image tasks; predicted values shaped like the targets for sequence tasks.
         split: train, val or test (another name is a ConfigError with a did-you-mean); when that split is empty,
@@ -86,6 +95,8 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     if not manifest_path.is_file():
         raise DatasetError(f"{dataset_dir}: no manifest.json; not a dataset folder")
     manifest = json.loads(manifest_path.read_text())
+    if out is not None:
+        refuse_inside(dataset_dir, Path(out))
     if n < 1:
         raise DatasetError(f"preview needs n >= 1, got {n}")
     rows = _read_rows(dataset_dir, manifest, split, n)
@@ -101,16 +112,30 @@ def render_preview(dataset_dir: Path, n: int = 8, out: Path | None = None, predi
     FigureCanvasAgg(fig)
     if out is not None:
         return _save(fig, Path(out))
-    try:
-        return _save(fig, dataset_dir / "preview.png")
-    except OSError as exc:
-        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise
-    # a read-only dataset (a shared copy, a read-only mount): the picture goes to the temporary folder instead
-    fallback = Path(tempfile.gettempdir()) / f"ssmbench-preview-{manifest.get('name', dataset_dir.name)}.png"
-    log.info("%s is read-only: writing the preview to %s instead (choose the file with --out)",
-                dataset_dir, fallback)
+    name = f"{manifest.get('name', dataset_dir.name)}-preview.png"
+    here = Path.cwd()
+    if not _inside(dataset_dir, here):
+        try:
+            return _save(fig, here / name)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+    # the working folder is the dataset or read-only (a shared mount): the temporary folder instead
+    fallback = Path(tempfile.gettempdir()) / f"ssmbench-{name}"
+    log.info("writing the preview to %s (choose the file with --out)", fallback)
     return _save(fig, fallback)
+
+
+def _inside(folder: Path, path: Path) -> bool:
+    return path.resolve() == folder.resolve() or folder.resolve() in path.resolve().parents
+
+
+def refuse_inside(dataset_dir: Path, out: Path) -> None:
+    """ConfigError (exit 2) for a preview file inside the dataset it draws, except the build's `.build/` folder:
+    the dataset's files are pinned by its manifest (its own `preview.png` too)."""
+    if _inside(dataset_dir, out) and not _inside(dataset_dir / ".build", out):
+        raise ConfigError("--out", f"{out} is inside the dataset folder {dataset_dir}, whose files its manifest pins "
+                          "(a picture there fails `verify`)", "write it elsewhere, e.g. --out preview.png")
 
 
 def _save(fig: Any, out: Path) -> Path:
@@ -197,3 +222,35 @@ def _sequence_plots(Figure: Any, rows: dict[str, np.ndarray], n: int, prediction
         ax.legend(fontsize=6, loc="upper left")
     fig.suptitle(title, fontsize=9)
     return fig
+
+
+def preview_problem(root: Path) -> str:
+    """`verify`'s line for a dataset whose preview.png is missing or not the one its manifest pins."""
+    return (f"{PREVIEW_FILE}: missing or not the image the manifest pins (drawn over by an older `ssmbench preview`?); "
+            f"restore it with `ssmbench card {root}`")
+
+
+def restore_preview(root: Path, manifest: dict[str, Any]) -> bool:
+    """Draw a dataset's pinned preview.png again when it is missing or changed; True when it was rewritten.
+
+    The picture is a pure function of the shards (deterministic bytes with this matplotlib); when the redrawn bytes
+    still differ from the pin (another matplotlib than the build's), a DatasetError says how else to restore it."""
+    from ...plain import file_sha256
+    from ..folder.atomic import atomic_write_bytes
+
+    pinned = next((f for f in manifest.get("files") or [] if f.get("path") == PREVIEW_FILE), None)
+    target = Path(root) / PREVIEW_FILE
+    if pinned is None or (target.is_file() and file_sha256(target) == pinned["sha256"]):
+        return False
+    drawn = render_preview(Path(root), n=BUILD_PREVIEW_SAMPLES, out=Path(root) / ".build" / PREVIEW_FILE)
+    try:
+        if file_sha256(drawn) != pinned["sha256"]:
+            import matplotlib
+
+            raise DatasetError(f"{target}: redrawn, the preview still differs from the one the manifest pins (a "
+                               f"matplotlib other than this {matplotlib.__version__} drew it)", "fetch the folder "
+                               "again (`ssmbench get` / `download`) or rebuild it (`ssmbench generate ... --overwrite`)")
+        atomic_write_bytes(target, drawn.read_bytes())
+    finally:
+        drawn.unlink(missing_ok=True)
+    return True
