@@ -251,3 +251,52 @@ def test_the_check_catches_a_drifted_command(line, expected):
 ])
 def test_the_check_accepts_good_commands(line):
     assert check_command(_command_tokens(line) or []) == []
+
+
+def built_folders(text: str, before: int | None = None) -> set[str]:
+    """The dataset folders that the README's own `generate` commands build (their default names); `before`: only
+    commands above that line."""
+    from ssmbench.data.build.generate import dataset_name
+    from ssmbench.task_config import resolve_config
+
+    generate = cli.commands["generate"]
+    named = {o: p for p in generate.params if isinstance(p, click.Option) for o in p.opts}
+    built = set()
+    for where, tokens in readme_commands(text):
+        if tokens[:1] != ["generate"] or len(tokens) < 2 or _is_placeholder(tokens[1]):
+            continue
+        if before is not None and int(where.split(":")[1]) >= before:
+            continue
+        given: dict[str, str] = {}
+        keys: list[str] = []
+        rest = tokens[2:]
+        while rest:
+            name, _, value = rest[0].partition("=")
+            option = named.get(name)
+            takes_value = option is None or not option.is_flag
+            if takes_value and not value and len(rest) > 1:
+                value, rest = rest[1], rest[2:]
+            else:
+                rest = rest[1:]
+            if name == "-o":
+                keys.append(value)
+            elif option is None and name.startswith("--"):
+                keys.append(f"{name[2:].replace('-', '_')}={value}")
+            else:
+                given[name] = value
+        task, config, _ = resolve_config(tokens[1], length=int(given["--length"]) if "--length" in given else None,
+                                         size=int(given["--size"]) if "--size" in given else None,
+                                         preset=given.get("--preset"), overrides=keys)
+        built.add(dataset_name(task, config))
+    return built
+
+
+def test_python_blocks_read_folders_the_readme_builds(readme):
+    """A snippet reading `data/NAME` must read a folder that a README command above it builds (it read
+    data/pathfinder-512, which only a download from an unhosted catalogue would have made by then)."""
+    reads = [(m.group(1), start) for lang, body, start in _blocks(readme) if lang in ("python", "py")
+             for m in re.finditer(r"[\"']data/([\w.-]+)", body)]
+    assert reads, "no python block reads a data/ folder: is the extraction broken?"
+    assert {"shift-512", "pathfinder-128", "pathfinder-512"} <= built_folders(readme), built_folders(readme)
+    missing = [(name, line) for name, line in reads if name not in built_folders(readme, before=line)]
+    assert missing == [], f"python blocks read folders no README command above them builds: {missing}"

@@ -25,8 +25,8 @@ is a factory `build(spec, **hparams)` returning the whole model.
 Examples:
   ssmbench eval --model dlr --task shift                  # quick preset: minutes on a laptop CPU
   ssmbench eval --model dlr                               # the atomic group, then a Table-1-style summary
-  ssmbench eval --model dlr --task shift,cumsum           # several tasks (or a group: atomic, table1,
-                                                          #   higher_order, all); re-run to continue
+  ssmbench eval --model dlr --task shift,cumsum           # several tasks (or a group: see --task);
+                                                          #   re-run to continue
   ssmbench eval --model attention --task mips --length 512 -o train.steps=2000 -o model.d_model=64
   ssmbench eval --model dlr --task shift --preset paper --device cuda
   ssmbench eval --model dlr --task pathfinder --size 128      # trains on data/pathfinder-128 (ssmbench generate)
@@ -61,10 +61,26 @@ shards or a finished run's files); 75 stopped at --time-limit
 (resumable); 130 interrupted (Ctrl-C, SIGTERM; resumable)."""
 
 
+class GroupsHelp(click.Option):
+    """An option whose help names the task groups the registered tasks declare (`suites.task_groups`), read when
+    the help is shown, so plug-in groups appear and `eval` starts without importing the tasks."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from ..harness.suites import task_groups
+
+        template = self.help or ""
+        groups = sorted(task_groups(), key=lambda g: g == "all")  # the registry's order, `all` last
+        self.help = template.replace("{groups}", ", ".join(groups))
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = template
+
+
 @cli.command("eval", epilog=EVAL_EPILOG)
 @click.option("--model", "model", default=None, help="Registered name or module:Object (mixer or factory) "
               "[default: dlr; with --checkpoint: the checkpoint's].")
-@click.option("--task", help="A task, a group (atomic, table1, higher_order, all) or several, comma-separated "
+@click.option("--task", cls=GroupsHelp, help="A task, a group ({groups}) or several, comma-separated "
               "[default: the atomic group].")
 @click.option("--length", type=int, help="Sequence length L of an atomic task.")
 @click.option("--size", type=int, help="Image side of pathfinder.")

@@ -60,3 +60,18 @@ def test_a_folder_beside_a_dataset_or_with_another_manifest_is_no_dataset(tmp_pa
     (tmp_path / "web").mkdir()
     (tmp_path / "web" / "manifest.json").write_text('{"name": "an app manifest"}')
     assert dataset_folder_at(tmp_path / "web" / "runs") is None
+
+
+def test_eval_help_lists_the_groups_the_tasks_declare(monkeypatch):
+    """The groups come from the registry when the help is shown (zoology and mad were missing from a written list);
+    a group a plug-in declares appears too."""
+    from click.testing import CliRunner
+
+    from ssmbench.cli import cli as group
+    from ssmbench.harness import suites
+
+    text = " ".join(CliRunner().invoke(group, ["eval", "--help"]).output.split())
+    assert all(name in text for name in ("atomic", "table1", "higher_order", "zoology", "mad")), text
+    monkeypatch.setattr(suites, "task_groups", lambda: {"all": [], "atomic": [], "my_plugin_group": []})
+    text = " ".join(CliRunner().invoke(group, ["eval", "--help"]).output.split())
+    assert "a group (atomic, my_plugin_group, all)" in text, text
