@@ -388,6 +388,7 @@ def test_two_concurrent_gets_of_one_entry_build_once_and_the_second_reuses_the_f
         assert "Traceback" not in text and text.strip().splitlines()[0].startswith("waiting for another")
         assert len(text.strip().splitlines()) == 1
     assert (root / "shift-64" / "manifest.json").exists() and not (root / ".get-shift-64").exists()
+    assert sorted(p.name for p in root.iterdir()) == ["shift-64"]  # the lock file went with the last holder
 
 
 # --- signals: the rebuild (in `get`'s process) and its pool workers live and die with `get` ------------------------
@@ -469,3 +470,90 @@ def test_a_signal_to_get_mid_rebuild_ends_generate_and_its_workers(tmp_path, sig
     assert not list(staging.glob("*/manifest.json")), "the rebuild went on to the end without its parent"
     again = ssmbench("get", "shift-4096-ci", "--to", str(root), "-q", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["how"] == "built", again.stderr
+
+
+# --- issue 37: what the catalogue checks must not let through ------------------------------------------------------
+
+def test_a_shard_the_manifest_lists_but_neither_disk_nor_entry_has_is_refused(tiny_shift, tmp_path):
+    """Listed only in the manifest (not on disk, not in the entry): the manifest and the entry disagree."""
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
+
+    folder = present_copy(tiny_shift, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    extra = {**manifest["splits"]["test"]["shards"][0], "path": "test/shard-00001-of-00001.h5"}
+    manifest["splits"]["test"]["shards"].append(extra)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(VerificationError, match="shard test/shard-00001-of-00001.h5 is not in the catalogue entry"):
+        check_against_entry(folder, _entry("shift-64", entry_from_folder(tiny_shift, ARGV, 1), "test"))
+
+
+def test_a_content_digest_differing_only_after_its_first_hex_digits_is_refused(tiny_shift):
+    from ssmbench.data.hub.catalog import _entry
+    from ssmbench.data.hub.get import check_against_entry
+
+    raw = entry_from_folder(tiny_shift, ARGV, 1)
+    digest = raw["content_digest"]
+    raw["content_digest"] = digest[:-1] + ("0" if digest[-1] != "0" else "1")  # the last hex digit differs
+    with pytest.raises(VerificationError, match="content digest .* differs from the catalogue's"):
+        check_against_entry(tiny_shift, _entry("shift-64", raw, "test"))
+
+
+def test_verify_catalog_finds_the_entry_by_dataset_id_not_by_folder_name_alone(tiny_shift, tmp_path):
+    """A folder named like an entry of another dataset id is checked against the entry of its own id."""
+    from ssmbench.data.hub.get import entry_for_folder
+    from ssmbench.errors import DatasetError
+
+    folder = present_copy(tiny_shift, tmp_path / "data", name="shift-64")
+    mine = entry_from_folder(tiny_shift, ARGV, 1)
+    other = {**mine, "dataset_id": "shift-64-00000000"}
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": other, "mine": mine})
+    assert entry_for_folder(folder, cat).name == "mine"
+    write_catalog(cat, **{"shift-64": other})
+    with pytest.raises(DatasetError, match="no catalogue entry describes"):
+        entry_for_folder(folder, cat)
+
+
+def test_a_build_command_must_be_a_generate_command(tmp_path):
+    from ssmbench.errors import ConfigError
+
+    for argv in (["eval", "shift"], ["shift", "--length", "64"], [], "generate shift"):
+        cat = write_catalog(tmp_path / "cat.json", **{"x": {"build": {"argv": argv}}})
+        with pytest.raises(ConfigError, match='build.argv must be a list of strings starting with "generate"'):
+            load_catalog(cat, env=False)
+    write_catalog(cat, **{"x": {"build": {"argv": ARGV}}})
+    assert load_catalog(cat, env=False)["x"].build["argv"] == ARGV
+
+
+def test_a_user_catalogue_cannot_shadow_a_built_in_name(tmp_path):
+    from ssmbench.errors import ConfigError
+
+    builtin = load_catalog(env=False)["shift-4096-ci"]
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-4096-ci": {"build": {"argv": ARGV}}})
+    with pytest.raises(ConfigError, match="dataset 'shift-4096-ci' is in both <built-in> and"):
+        load_catalog(cat, env=False)
+    twin = write_catalog(tmp_path / "twin.json", **{"x": {"build": {"argv": ARGV}}})
+    write_catalog(cat, **{"x": {"build": {"argv": ARGV}}})
+    with pytest.raises(ConfigError, match=f"dataset 'x' is in both {cat} and {twin}"):
+        load_catalog([cat, twin], env=False)
+    assert load_catalog(env=False)["shift-4096-ci"] == builtin
+
+
+def test_get_leaves_no_lock_file_and_says_before_a_rebuild_what_it_rebuilds_and_how_long_it_takes(tiny_shift, tmp_path):
+    """Without a mirror, `get` (and `download NAME`, which hands such an entry to it) first says that it rebuilds,
+    how big and, from the estimate, how long; then builds. No `.get-NAME.lock` stays in the data root."""
+    entry = entry_from_folder(tiny_shift, ARGV, 1)
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry})
+    root = tmp_path / "data"
+    said: list[tuple[str, bool]] = []
+    result = get_dataset("shift-64", root, catalog=cat, on_wait=lambda line: said.append(
+        (line, (root / ".get-shift-64").exists())))
+    assert result.how == "built"
+    (first, building), (second, building2) = said
+    assert not building and not building2  # said before the build started
+    assert first.startswith("shift-64 has no mirror: rebuilding it here (40 samples, ") and ARGV[1] in first
+    assert "with 1 worker(s) (estimated)" in second and "on disk" in second and str(root / "shift-64") in second
+    assert sorted(p.name for p in root.iterdir()) == ["shift-64"]  # no .get-shift-64.lock, no staging folder
+    said.clear()
+    assert get_dataset("shift-64", root, catalog=cat, on_wait=said.append).how == "present" and said == []
+    assert sorted(p.name for p in root.iterdir()) == ["shift-64"]

@@ -306,3 +306,26 @@ def test_check_folder_over_several_splits_checks_every_one(tiny_shift, tmp_path)
     shard.write_bytes(shard.read_bytes()[:-1])
     with pytest.raises(DamagedDataError, match="truncated or replaced"):
         check_folder(folder, manifest, ("train", "val", "test"), expect_task="shift")
+
+
+@pytest.mark.parametrize("case", ["gap", "overlap", "short", "long"])
+def test_check_folder_refuses_shards_that_are_not_contiguous_or_do_not_cover_the_split(tiny_shift, tmp_path, case):
+    """Sample ranges come from the manifest: a gap or an overlap between shards, or shards covering fewer (or more)
+    samples than the split has, would index the wrong rows; each is refused in one line naming the fix."""
+    from ssmbench.data.folder.checks import check_folder
+    from ssmbench.data.folder.manifest import load_manifest
+
+    folder = _copy(tiny_shift, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    train = manifest["splits"]["train"]  # 32 samples in 4 shards of 8
+    if case in ("gap", "overlap"):
+        train["shards"][1]["sample_start"] = 9 if case == "gap" else 7
+        expected = f"starts at sample {train['shards'][1]['sample_start']}, expected 8"
+    else:
+        train["num_samples"] = 40 if case == "short" else 24
+        expected = f"the train shards cover 32 samples, the split has {train['num_samples']}"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DatasetError, match=expected) as info:
+        check_folder(folder, load_manifest(folder), "train")
+    assert info.value.hint == "re-download or regenerate the dataset"
+    check_folder(folder, load_manifest(folder), ("val", "test"))  # the other splits are unaffected

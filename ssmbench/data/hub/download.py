@@ -41,7 +41,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -238,15 +238,14 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
         result.to_fetch = [f for f in wanted if f not in present]
         result.absent = [p for p in left_out if not (root / p).exists()]
         return result
-    from filelock import FileLock, Timeout
+    from .lockfile import Busy, held
 
     root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(root.parent / f".{name}.download.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise DatasetError(f"another download into {root} is running", "wait for it to finish") from None
-    try:
+    with ExitStack() as stack:
+        try:  # one download into a folder at a time; the lock file is removed when done
+            stack.enter_context(held(root.parent / f".{name}.download.lock", wait=False))
+        except Busy:
+            raise DatasetError(f"another download into {root} is running", "wait for it to finish") from None
         try:
             _run(http, bases, root, wanted, result, workers, progress)
         except KeyboardInterrupt:
@@ -264,9 +263,6 @@ def download_dataset(source: str | CatalogEntry, to: str | Path | None = None, *
             "selection": {"splits": list(splits or []), "include": list(include or [])}})
         if not existing.exists():
             atomic_write_bytes(existing, manifest_bytes)  # last: only now does the folder look like a dataset
-    finally:
-        lock.release()
-        Path(lock.lock_file).unlink(missing_ok=True)  # nothing waits on it: a later run makes a new one
     if verify:
         from .verify import raise_for, verify_dataset
 
