@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SsmbenchError
 from . import time_limit as TL
+from .checkpoints import load_last
 from .run_config import RunConfig
-from .run_folder import RunFolder, default_run_dir, load_checkpoint, run_lock
+from .run_folder import RunFolder, default_run_dir, run_lock
 
 if TYPE_CHECKING:
     from .run_request import RunRequest
@@ -180,7 +181,7 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
 def _refuse_steps_below_reached(run: RunFolder, steps: int) -> None:
     """`-o train.steps=N` on --resume may extend a run, never cut it below the step its last.pt holds (it would be
     scored at once and recorded as an N-step run that trained longer)."""
-    state = load_checkpoint(run.last, "--resume").get("state", {})
+    state = load_last(run.last).get("state", {})
     reached = state.get("step") if isinstance(state, dict) else None
     if isinstance(reached, int) and steps < reached:
         raise ConfigError("train.steps", f"{steps} is below the step {run.path} has reached ({reached})",
@@ -282,8 +283,8 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
         except torch.OutOfMemoryError as exc:
             _discard_if_empty(run, fresh and env.is_main)
             raise out_of_memory(config, exc) from None
-        except BaseException:
-            _discard_if_empty(run, fresh and env.is_main)
+        except BaseException as exc:  # a time limit spent before the first step: kept, for the --resume it prints
+            _discard_if_empty(run, fresh and env.is_main and not isinstance(exc, TL.TimeLimitReached))
             raise
         finally:
             if ext is not None:

@@ -1,13 +1,18 @@
 """The run folder: config.json, metrics.jsonl, metrics.json, checkpoints/{last,best}.pt, plots/.
 
 Every JSON file and checkpoint is written to a temporary name, fsynced and renamed, so a crash never leaves a
-half-written file under the final name. `metrics.json` appears only when a run has finished. Checkpoints hold
-only tensors and plain Python values, so they load with `torch.load(..., weights_only=True)`.
+half-written file under the final name; the temporaries a killed writer leaves are removed by the next one to take
+the lock. `metrics.json` appears only when a run has finished. Checkpoints (`checkpoints.py`) hold only tensors and
+plain Python values, so they load with `torch.load(..., weights_only=True)`; the previous `last.pt` is kept as
+`last.prev.pt`, and a resume falls back to it (with a line saying so) when `last.pt` is damaged. A `metrics.jsonl`
+that vanishes during a run is written again from the run's own records, with a warning.
 
 One process writes a run folder at a time (`run_lock`): `RUN/.lock` is held with `flock` while a run trains or
 resumes there and names its holder (pid, host, start time, command); a second writer is refused in one line naming
 it. The kernel drops the lock of a process that dies, however it dies, so the file a SIGKILL leaves behind is taken
-over with a note (after checking that its pid is gone); one naming another host is refused with how to remove it.
+over at once with a note (after checking that its pid is gone: dead, a zombie, or reused); one naming another host
+is refused with how to remove it. Forked children (the data workers) close their copy of the lock's descriptor
+(`os.register_at_fork`): otherwise they would hold the lock for seconds after their parent was killed.
 
 Example:
     >>> import tempfile, pathlib
@@ -33,6 +38,10 @@ from typing import Any
 from ..data.folder.atomic import atomic_write_json
 from ..errors import ConfigError, SsmbenchError
 from ..plain import json_plain
+from .checkpoints import load_checkpoint, previous_of, save_checkpoint
+
+__all__ = ["RunFolder", "RunFolderBusy", "default_run_dir", "holds_lock", "load_checkpoint", "run_lock",
+           "save_checkpoint"]
 
 LOCK_NAME = ".lock"
 
@@ -54,12 +63,14 @@ class RunFolder:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._logged = False  # this object has written metrics.jsonl (so a missing one has vanished)
 
     config_path = property(lambda self: self.path / "config.json")
     log_path = property(lambda self: self.path / "metrics.jsonl")
     metrics_path = property(lambda self: self.path / "metrics.json")
     last = property(lambda self: self.path / "checkpoints" / "last.pt")
     best = property(lambda self: self.path / "checkpoints" / "best.pt")
+    previous = property(lambda self: previous_of(self.last))
     plots = property(lambda self: self.path / "plots")
 
     @property
@@ -79,25 +90,45 @@ class RunFolder:
     def read_config(self) -> dict[str, Any]:
         return json.loads(self.config_path.read_text())
 
-    def log(self, record: dict[str, Any]) -> None:
-        """Append one line to metrics.jsonl (flushed and fsynced: a preempted run keeps its history)."""
+    def log(self, record: dict[str, Any], history: list[dict[str, Any]] | None = None) -> None:
+        """Append one line to metrics.jsonl (flushed and fsynced: a preempted run keeps its history). If the file
+        vanished after this object wrote it, a warning, and it is written again from `history` (the run's records
+        so far, `record` last) when given."""
         self.path.mkdir(parents=True, exist_ok=True)
+        records = [record]
+        if self._logged and not self.log_path.exists():
+            records = list(history) if history else records
+            self._vanished(len(records), lost=not history)
+        self._append(records)
+
+    def _append(self, records: list[dict[str, Any]]) -> None:
         with open(self.log_path, "a") as f:
-            f.write(json.dumps(json_plain(record), sort_keys=True) + "\n")
+            f.write("".join(json.dumps(json_plain(r), sort_keys=True) + "\n" for r in records))
             f.flush()
             os.fsync(f.fileno())
+        self._logged = True
+
+    def _vanished(self, lines: int, lost: bool) -> None:
+        what = "the lines before this one are lost" if lost else f"written again from the run's own records " \
+                                                                 f"({lines} lines)"
+        print(f"warning: {self.log_path} vanished during the run (deleted?); {what}", file=sys.stderr, flush=True)
 
     def read_log(self) -> list[dict[str, Any]]:
         if not self.log_path.exists():
             return []
         return [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
 
-    def truncate_log(self, step: int) -> None:
-        """Drop log lines after `step` (a resumed run repeats the steps after its last checkpoint)."""
+    def truncate_log(self, step: int, history: list[dict[str, Any]] | None = None) -> None:
+        """Drop log lines after `step` (a resumed run repeats the steps after its last checkpoint). A missing
+        metrics.jsonl is written again from `history` (the checkpoint's records), with a warning."""
         keep = [r for r in self.read_log() if r.get("step", 0) <= step]
+        if not self.log_path.exists() and history:
+            keep = [r for r in history if r.get("step", 0) <= step]
+            self._vanished(len(keep), lost=False)
         tmp = self.log_path.with_name(f"metrics.jsonl.tmp.{uuid.uuid4().hex}")
-        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
+        tmp.write_text("".join(json.dumps(json_plain(r), sort_keys=True) + "\n" for r in keep))
         os.replace(tmp, self.log_path)
+        self._logged = True
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
         atomic_write_json(self.metrics_path, json_plain(metrics))
@@ -107,12 +138,22 @@ class RunFolder:
         config.json (log lines, a best.pt written before the first last.pt, plots, predictions, temporary files)."""
         import shutil
 
-        for path in (self.log_path, self.best, self.path / "metrics.previous.json"):
+        for path in (self.log_path, self.best, self.previous, self.path / "metrics.previous.json"):
             path.unlink(missing_ok=True)
         for folder in (self.plots, self.path / "predictions"):
             shutil.rmtree(folder, ignore_errors=True)
         for tmp in [*self.path.glob("*.tmp.*"), *self.path.glob("checkpoints/*.tmp.*")]:
             tmp.unlink(missing_ok=True)
+
+    def remove_temporaries(self) -> list[Path]:
+        """Remove the temporary files a killed writer left (`last.pt.tmp.<hex>`, `metrics.jsonl.tmp.<hex>`, ...):
+        only the lock's holder calls this, so no write of this run is under way. Returns what it removed."""
+        removed = []
+        for tmp in [*self.path.glob("*.tmp.*"), *self.path.glob("checkpoints/*.tmp.*")]:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed.append(tmp)
+        return removed
 
 
 class RunFolderBusy(SsmbenchError):
@@ -135,7 +176,8 @@ def _process_start(pid: int) -> str | None:
 
 
 def _running(pid: int, start: str | None) -> bool:
-    """Whether the process `pid` (started at `start`, when recorded) still runs on this host."""
+    """Whether the process `pid` (started at `start`, when recorded) still runs on this host: not when it is gone,
+    a zombie (killed, not yet reaped by its parent) or another process that reuses the pid."""
     if pid <= 0:
         return False
     try:
@@ -144,8 +186,24 @@ def _running(pid: int, start: str | None) -> bool:
         return False
     except PermissionError:  # another user's process: it exists
         pass
+    try:
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return False
+    except (OSError, IndexError):
+        pass
     now = _process_start(pid)
     return start is None or now is None or now == start
+
+
+def _stale(holder: dict[str, Any]) -> bool:
+    """Whether `holder` names a process of this host that no longer runs."""
+    if not holder or holder.get("host", socket.gethostname()) != socket.gethostname():
+        return False
+    try:
+        pid = int(holder.get("pid", 0) or 0)
+    except (TypeError, ValueError):
+        return False
+    return not _running(pid, holder.get("pid_start"))
 
 
 def _holder_text(holder: dict[str, Any]) -> str:
@@ -178,6 +236,11 @@ def _lock_fd(path: Path) -> tuple[int, bool]:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 holder = _read_holder(fd)
                 os.close(fd)
+                if _stale(holder):  # the lock is held, but not by the process the file names
+                    raise RunFolderBusy(f"{path.parent} is locked, though the process its lock file names "
+                                        f"({_holder_text(holder)}) no longer runs: another process is taking it "
+                                        "over right now, or processes the dead one started still hold it",
+                                        f"try again in a moment; `fuser {path}` lists the holders") from None
                 raise RunFolderBusy(f"{path.parent} is being written by another process: "
                                     f"{_holder_text(holder) if holder else 'its holder wrote no details yet'}",
                                     "one process writes a run folder at a time: wait for it to end, or stop it "
@@ -211,7 +274,8 @@ def run_lock(folder: str | Path, command: str | None = None) -> Iterator[None]:
         try:
             yield
         finally:
-            _HELD[key][1] -= 1
+            if key in _HELD:  # (not in a forked child)
+                _HELD[key][1] -= 1
         return
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
@@ -240,16 +304,34 @@ def run_lock(folder: str | Path, command: str | None = None) -> Iterator[None]:
         os.close(fd)
         raise
     _HELD[key] = [fd, 1]
+    RunFolder(folder).remove_temporaries()  # a killed writer's: none of this run's writes is under way
     try:
         yield
     finally:
-        del _HELD[key]
-        try:
-            if _read_holder(fd).get("pid") == os.getpid():
-                path.unlink(missing_ok=True)  # while still holding it: a waiting process re-opens the path
-        except OSError:
-            pass
-        os.close(fd)
+        if _HELD.pop(key, None) is not None:  # else a forked child leaving the block: the lock is its parent's
+            _release(path, fd)
+
+
+def _release(path: Path, fd: int) -> None:
+    try:
+        if _read_holder(fd).get("pid") == os.getpid():
+            path.unlink(missing_ok=True)  # while still holding it: a waiting process re-opens the path
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def _forget_locks_in_child() -> None:
+    """After a fork, in the child: close its copies of the lock descriptors. A flock belongs to the open file, which
+    a forked data worker would otherwise share: the lock would outlive its holder by the seconds the workers take
+    to notice they are orphans, and refuse an immediate --resume. (exec closes them anyway: O_CLOEXEC.)"""
+    for fd, _ in _HELD.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_locks_in_child)
 
 
 def holds_lock(folder: str | Path) -> bool:
@@ -264,35 +346,3 @@ def _command() -> str:
     if argv and argv[0].endswith(("ssmbench", "__main__.py")):
         argv[0] = "ssmbench"
     return shlex.join(argv)[:300]
-
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """torch.save to a temporary name in the same folder, fsync, rename."""
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp.{uuid.uuid4().hex}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def load_checkpoint(path: str | Path, option: str = "--checkpoint") -> dict[str, Any]:
-    """A checkpoint written by `save_checkpoint`, loaded with weights_only=True; ConfigError naming `option` (the
-    command-line option that led to it) if it is missing or unreadable (truncated, not a checkpoint)."""
-    import torch
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise ConfigError(option, f"{path} does not exist") from None
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure means "not an ssmbench checkpoint"
-        hint = ("the run cannot continue from it: start the run again (or restore the file from a backup)"
-                if option == "--resume" else "pass a checkpoint that `ssmbench eval` wrote")
-        raise ConfigError(option, f"{path} is not a readable ssmbench checkpoint (truncated or damaged: "
-                                  f"{type(exc).__name__})", hint) from None

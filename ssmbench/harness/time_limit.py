@@ -60,13 +60,18 @@ class TimeLimitReached(SsmbenchError):
                  steps: int | None = None, suite: Any = None, limit: float | None = None,
                  summary: str | None = None) -> None:
         super().__init__(message, hint)
-        self.run_dir, self.step, self.steps, self.suite, self.limit = run_dir, step, steps, suite, limit
+        self.run_dir, self.step, self.steps, self.suite = run_dir, step, steps, suite
+        self.limit: float | None = limit
         self.summary = summary or message
         """What happened, without where to continue ("time limit reached after step 40 of 100")."""
+        self.next_limit: float | None = None
+        """The limit the continue command gives when this one let the process train no step (`reached`)."""
 
     def resume_command(self) -> str:
-        """The command that continues a single run (a suite continues with its own command)."""
-        extra = f" --time-limit {format_duration(self.limit)}" if self.limit else ""
+        """The command that continues a single run (a suite continues with its own command): with the same limit
+        when it let this process make progress, else with one that can (`next_limit`)."""
+        limit = self.next_limit or self.limit
+        extra = f" --time-limit {format_duration(limit)}" if limit else ""
         return f"ssmbench eval --resume {self.run_dir}{extra}"
 
 
@@ -79,9 +84,10 @@ def parse_duration(text: Any, option: str = "--time-limit") -> float:
     if isinstance(text, int | float):
         seconds = float(text)
     else:
-        seconds = _parse(str(text).strip().lower())
-        if seconds is None:
+        parsed = _parse(str(text).strip().lower())
+        if parsed is None:
             raise ConfigError(option, f"cannot read {str(text)!r} as a duration (use {_FORMAT})")
+        seconds = parsed
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConfigError(option, f"must be a duration > 0, got {text!r}")
     return seconds
@@ -286,15 +292,26 @@ def state_bytes(model: Any) -> int:
 
 
 def reached(deadline: Deadline, run: Any, step: int, steps: int, budget: Budget | None) -> TimeLimitReached:
-    """The exception a run stopped at `step` raises."""
+    """The exception a run stopped at `step` raises. When this process trained no step (the limit was spent, or
+    nearly, by the start-up: imports, model, data), repeating the limit would never make progress: the continue
+    command then gives `progress_limit` instead, and the hint says why."""
     summary = f"time limit reached after step {step} of {steps}" + (" (the final scoring is left)"
                                                                      if step >= steps else "")
-    hint = None
+    saved = "the run is saved in" if run.last.exists() else "no step is saved yet (--resume starts it) in"
+    exc = TimeLimitReached(f"{summary}; {saved} {run.path}", run_dir=run.path, step=step, steps=steps,
+                           limit=deadline.seconds, summary=summary)
     if budget is not None and budget.steps_done == 0:
-        hint = (f"no step fitted in the {max(0.0, deadline.left()):.0f} s left (the next needs about "
-                f"{budget.need(step):.0f} s with the margin): give a longer --time-limit")
-    exc = TimeLimitReached(f"{summary}; the run is saved in {run.path}", hint, run_dir=run.path, step=step,
-                           steps=steps, limit=deadline.seconds, summary=summary)
-    if hint is None:
+        used, need = deadline.seconds - deadline.left(), budget.need(step)
+        exc.next_limit = progress_limit(used, need)
+        exc.hint = (f"no step fitted in the {format_duration(deadline.seconds)} limit: the start-up took {used:.0f} s "
+                    f"and the next step needs about {need:.0f} s with the margin; --time-limit "
+                    f"{format_duration(exc.next_limit)} leaves room for both")
+    else:
         exc.hint = f"continue with `{exc.resume_command()}`"
     return exc
+
+
+def progress_limit(startup: float, need: float) -> float:
+    """A limit in which a process that spends `startup` seconds before its first step and needs `need` for the next
+    one can train: twice their sum (room for more than one step), in whole minutes."""
+    return 60.0 * math.ceil(2 * (max(0.0, startup) + need) / 60.0)

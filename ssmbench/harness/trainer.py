@@ -34,12 +34,13 @@ import torch
 from ..errors import SsmbenchError
 from . import distributed as D
 from . import time_limit
+from .checkpoints import load_checkpoint, load_last, save_checkpoint
 from .device_feed import train_feed
 from .folder_feed import eval_set_for
 from .objectives import Objective, lr_factor, objective_for
 from .precision import autocast_context, check_precision, grad_scaler, keep_mixers_float32, step_and_schedule
 from .run_config import RunConfig
-from .run_folder import RunFolder, load_checkpoint, save_checkpoint
+from .run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +175,10 @@ class Loop:
     loss_count: int = 0
 
 
-def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any) -> Loop:
-    """Optimiser (AdamW with the mixers' parameter groups), schedule, restore from last.pt, DDP / compile."""
+def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any,
+          ckpt: dict[str, Any] | None = None) -> Loop:
+    """Optimiser (AdamW with the mixers' parameter groups), schedule, restore from last.pt (or `ckpt`, last.pt
+    loaded already), DDP / compile."""
     from .optim_groups import param_groups
 
     cfg, env, t = s.cfg, s.env, s.cfg.train
@@ -186,7 +189,7 @@ def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any) -
     loop = Loop(s, run, optimizer, scheduler, grad_scaler(cfg.hardware.precision, env.device), TrainState(),
                 None, logger, None, quiet, torch.zeros((), dtype=torch.float64, device=env.device))
     if resume:
-        restore(loop)
+        restore(loop, ckpt)
     if env.distributed:
         s.model = torch.nn.parallel.DistributedDataParallel(
             s.model, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -199,11 +202,12 @@ def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any) -
     return loop
 
 
-def restore(loop: Loop) -> None:
+def restore(loop: Loop, ckpt: dict[str, Any] | None = None) -> None:
     """Model, optimiser, schedule, loop state and random state of `last.pt` (a resumed run equals an
-    uninterrupted one)."""
+    uninterrupted one); `ckpt`: last.pt as loaded already."""
     s, run = loop.s, loop.run
-    ckpt = load_checkpoint(run.last, option="--resume")
+    if ckpt is None:
+        ckpt = load_last(run.last)  # the previous last.pt when this one is damaged, with a line saying so
     s.bare.load_state_dict(ckpt["model"])
     loop.optimizer.load_state_dict(ckpt["optimizer"])
     loop.scheduler.load_state_dict(ckpt["scheduler"])
@@ -214,7 +218,7 @@ def restore(loop: Loop) -> None:
     if s.env.device.type == "cuda" and ckpt["rng"].get("cuda") is not None:
         torch.cuda.set_rng_state(ckpt["rng"]["cuda"], s.env.device)
     if s.env.is_main:
-        run.truncate_log(loop.state.step)
+        run.truncate_log(loop.state.step, loop.state.history)
 
 
 def train_step(loop: Loop, batch: dict[str, torch.Tensor]) -> None:
@@ -274,7 +278,7 @@ def checkpoint(loop: Loop, path: Any) -> None:
     loop.state.loss_sum = float(D.sum_across_ranks(loop.loss_sum.clone()).item())  # every rank: a collective
     loop.state.loss_count = loop.loss_count
     if s.env.is_main:
-        save_checkpoint(path, {
+        save_checkpoint(path, keep_previous=path == loop.run.last, state={
             "model": s.bare.state_dict(), "optimizer": loop.optimizer.state_dict(),
             "scheduler": loop.scheduler.state_dict(), "state": loop.state.to_json(), "config": s.cfg.to_json(),
             "rng": {"torch": torch.get_rng_state(),
@@ -302,11 +306,17 @@ def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False
 
 def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: bool, logger: Any) -> dict[str, Any]:
     """The loop itself (see the module docstring); `stop` is set by SIGINT / SIGTERM."""
-    loop = start(s, run, resume=resume, quiet=quiet, logger=logger)
-    t, state, env = s.cfg.train, loop.state, s.env
-    first_step = state.step
+    t, env = s.cfg.train, s.env
     deadline = time_limit.current(s.cfg)
     budget = time_limit.Budget(deadline, s.cfg, time_limit.state_bytes(s.bare)) if deadline else None
+    ckpt = load_last(run.last) if resume else None
+    if budget is not None:  # a limit spent already (by the start-up): stop before the optimiser and the data
+        step = int(ckpt["state"]["step"]) if ckpt is not None else 0  # (seconds), with nothing new to save
+        if D.any_rank(not budget.fits(step), env.device):
+            raise time_limit.reached(budget.deadline, run, step, t.steps, budget)
+    loop = start(s, run, resume=resume, quiet=quiet, logger=logger, ckpt=ckpt)
+    state = loop.state
+    first_step = state.step
     if budget is not None and D.any_rank(not budget.fits(state.step), env.device):
         stop_at_time_limit(loop, budget, saved=resume)  # before the data workers start
     feed = train_feed(s.cfg, state.step, env)  # batches on the device, through pinned buffers on CUDA
@@ -419,7 +429,7 @@ def save_predictions(run: RunFolder, kept: list[tuple[Any, Any, Any]], env: D.Di
 def _record(loop: Loop, record: dict[str, Any]) -> None:
     loop.state.history.append(record)
     if loop.s.env.is_main:
-        loop.run.log(record)
+        loop.run.log(record, loop.state.history)
         if loop.logger is not None:
             loop.logger.log(record)
 
