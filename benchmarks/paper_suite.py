@@ -65,7 +65,7 @@ DESCRIPTIONS = {
        "default; the same images as pathfinder-{s}-reference)".replace("{s}", str(s)) for s in (128, 256, 512)},
     **{f"mqar-{L}": f"MQAR (Zoology Figure 2: L = {L}, {k} pairs, 8,192 ids), 100,000 samples"
        for L, k in ((64, 4), (128, 8), (256, 16), (512, 64))},
-    "induction_heads-256": "induction heads (Mamba 4.1.1: L = 256, 16 ids), 16,000 samples",
+    "induction_heads-256": "induction heads (Mamba 4.1.2: L = 256, 16 ids), 16,000 samples",
     **{f"{t}-mad": f"MAD {t.removeprefix('mad_').replace('_', ' ')} (mad-lab baseline settings), 16,000 samples "
        "(12,800 train: MAD's training set)" for t in MAD_TASKS},
     "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "

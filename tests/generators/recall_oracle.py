@@ -78,12 +78,14 @@ def successive_sampling_probability(weights: list[float], draws: tuple[int, ...]
     return p
 
 
-def induction_sample(key: int, L: int, vocab_size: int) -> tuple[list[int], list[int], int]:
-    """(inputs, targets, special position) of one induction-heads sample (data_cards/induction_heads.md)."""
+def induction_sample(key: int, L: int, vocab_size: int, layout: str = "ssmbench") -> tuple[list[int], list[int], int]:
+    """(inputs, targets, special position) of one induction-heads sample (data_cards/induction_heads.md); H3's
+    layout draws ordinary ids from 1 .. V-2 and s from [0, L-4]."""
     rng = PyStream(key)
     special = vocab_size - 1
-    inputs = [rng.randint(special) for _ in range(L - 1)] + [special]
-    s = rng.randint(L - 2)
+    low = 0 if layout == "ssmbench" else 1
+    inputs = [low + rng.randint(special - low) for _ in range(L - 1)] + [special]
+    s = rng.randint(L - 2 if layout == "ssmbench" else L - 3)
     inputs[s] = special
     targets = [-100] * L
     targets[L - 1] = inputs[s + 1]

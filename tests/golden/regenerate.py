@@ -34,6 +34,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "select": [{"values": "zeros"}],
     "select_fixed": [{"values": "zeros"}],
     "sort": [{"order": "value"}],
+    "induction_heads": [{"layout": "h3"}],
 }
 """Task variants kept beside the default (`TaskConfig.added_defaults` keys at another value): each gets its own
 golden file, golden/variants/<task>.<key>-<value>.json, built from the tiny config with the variant applied."""
