@@ -11,12 +11,18 @@ twice counts once (the newest run). Each cell shows the exact test R² and the p
 (the number Table 1 prints), or for ListOps the exact and per-batch test token accuracy and for Pathfinder the test
 macro-F1 and macro accuracy (Table 3). The last row gives the median time per training step relative to the 1-layer
 DLR column at the same L on the same device (Table 1), or else to the DLR column with the same number of layers at
-the same L (Table 3's "relative time per step"). `compare` reads only `config.json` and `metrics.json` of each run;
+the same L (Table 3's "relative time per step"): `base` marks that column, and other DLR columns like it get no
+ratio (DLR against itself is load noise). `compare` reads `config.json` and `metrics.json` of each run (and the
+manifest of a folder task's dataset, for the size of its test split);
 it takes run folders, suite folders (`eval --task a,b` or `--seeds`) and folders holding either (`runs/*`, `runs`).
 Folders it cannot tabulate (unfinished runs, a checkpoint scored on val, a missing, truncated or empty config.json
-or metrics.json) are skipped with a note. A checkpoint scored on test (`eval --checkpoint`, a folder of its own) is a
-column of its own, titled `[scored]` (`[untrained]` for `score_only` without a checkpoint), never a seed of the run it
-came from: its cell's second number is the test set's per-batch R², since it has no validation scores.
+or metrics.json) are skipped with a note. A checkpoint scored on test (`eval --checkpoint`, `--lengths`: a folder of
+its own) is a row `TASK [scored L=N]` in the column of the run that trained it (same task, seed and training config),
+never a seed of that run: its cell's second number is the test set's per-batch R², since it has no validation scores;
+without its run in the table it keeps a `[scored]` column per training config (`[untrained]`: `score_only` without a
+checkpoint). A cell scored on fewer test samples than the full test set (the dataset's test split, else the preset's
+test set) says so: `(test 20/2000)`. Every column title is unique (the config digest, then the suite folder's name
+are added where titles would read alike), and a legend below the table says what the cells are.
 
 Example:
     >>> runs = [{"task": "shift", "model": "dlr", "layers": 1, "L": 512, "params": 1000, "device": "cpu",
@@ -26,7 +32,12 @@ Example:
     task              dlr 1L L=512 2000 steps quick (1.0K)
     ----------------  ------------------------------------
     shift             0.970±0.017 / 0.960±0.017 (n=3)
-    time/step vs DLR  1.00x
+    time/step vs DLR  base
+    <BLANKLINE>
+    Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's
+    metric). Several seeds: mean ± sample standard deviation (n = seeds). time/step
+    vs DLR: median time per training step against the `base` DLR column at the same
+    L (1 layer, else as many layers); none for DLR columns like the base.
 """
 
 from __future__ import annotations
@@ -164,7 +175,40 @@ def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) ->
         "device": m.get("device"), "time_per_step_s": m.get("time_per_step_s"),
         "steps": cfg.get("train", {}).get("steps"), "seed": cfg.get("seed"), "group": config_group(cfg),
         "suite": str(path.parent.resolve()) if (path.parent / "suite.json").is_file() else None,
-        "scored": _scored(m), "time": time, "cells": _scores(m)}
+        "scored": _scored(m), "time": time, "cells": {**_scores(m), **_partial(m, cfg)}, "source": source_key(cfg)}
+
+
+def source_key(cfg: dict[str, Any]) -> str:
+    """8 hex of what a scored checkpoint shares with the run that trained it: the run's config without the keys
+    scoring may change (the length, the eval and hardware sections)."""
+    kept = {k: v for k, v in cfg.items() if k not in ("eval", "hardware", "data")}
+    kept["task_config"] = {k: v for k, v in cfg.get("task_config", {}).items() if k not in ("L", "size")}
+    return config_sha256(kept)[:8]
+
+
+def _partial(m: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """{"partial": "n/N"} when the test set scored is smaller than the full one (the dataset folder's test split,
+    else the test set of the run's preset for its task), so a run scored on 20 images never passes for a full one."""
+    n = m["test"].get("n")
+    full = _full_test_set(m, cfg) if isinstance(n, int) else None
+    return {"partial": f"{n}/{full}"} if full and n < full else {}
+
+
+def _full_test_set(m: dict[str, Any], cfg: dict[str, Any]) -> int | None:
+    folder = (cfg.get("data") or {}).get("path")
+    if folder:
+        try:
+            return int(_read_json(Path(folder) / "manifest.json")["splits"]["test"]["num_samples"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    try:
+        from ..registry import get_task
+        from .presets import resolve_preset
+
+        keys = resolve_preset(str(cfg.get("preset") or "quick"), get_task(m["task"]), m["model"]).keys
+        return int(keys.get("eval.test_samples", 640))
+    except Exception:  # a plug-in or a preset of another version: no mark rather than a wrong one
+        return None
 
 
 def _scored(m: dict[str, Any]) -> str | None:
@@ -217,21 +261,45 @@ def _scores(m: dict[str, Any]) -> dict[str, Any]:
 
 def _column(run: dict[str, Any]) -> tuple[Any, ...]:
     key = run["model"], run["layers"], run["L"], run.get("steps"), run.get("preset"), run.get("group")
-    if run.get("scored"):  # scored apart from training: never a seed of the trained runs' column
+    if run.get("scored") == "scored":  # a checkpoint whose run is not in the table: one column per training config
+        return "scored", run.get("source")
+    if run.get("scored"):  # a fresh model scored: never a seed of the trained runs' column
         return (run["scored"], *key)
     if run.get("suite"):  # one suite command: one column, whatever its preset gives each task
         return "suite", run["suite"]
     return key
 
 
+def _fold(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scored checkpoints (`eval --checkpoint`, `--lengths`) become rows `TASK [scored L=N]` of the column of the
+    run that trained them (same task, seed and training config), so scorings never widen the table; a scoring whose
+    run is not among `runs` keeps a `[scored]` column, one per training config."""
+    trained = {(r["task"], r.get("seed"), r.get("source")): r for r in runs if not r.get("scored")}
+    out = []
+    for r in runs:
+        if r.get("scored") == "scored":
+            r = {**r, "task": f"{r['task']} [scored L={r['L']}]"}
+            home = trained.get((r["task"].split(" [")[0], r.get("seed"), r.get("source")))
+            if home is not None:
+                r["home"] = _column(home)
+        out.append(r)
+    return out
+
+
 def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """{tasks, columns}: the data behind every output format. Each column holds, per task, the runs of each seed
     (the newest when a seed was run twice) and their mean / std / count."""
     columns: dict[tuple, dict[str, Any]] = {}
-    for r in sorted(runs, key=lambda r: r.get("time") or 0):
+    runs = _fold(runs)
+    for r in sorted(runs, key=lambda r: (bool(r.get("home")), r.get("time") or 0)):  # trained runs first
+        if r.get("home") in columns:
+            home = columns[r["home"]]
+            home["seeds"].setdefault(r["task"], {})[r.get("seed")] = r["cells"]
+            continue
         col = columns.setdefault(_column(r), {"model": r["model"], "layers": r["layers"], "L": r["L"],
                                               "steps": r.get("steps"), "preset": r.get("preset"),
                                               "group": r.get("group"), "scored": r.get("scored"),
+                                              "suite": r.get("suite"),
                                               "params": r["params"], "seeds": {},
                                               "times": {}, "params_max": r["params"], "Ls": set(),
                                               "steps_seen": set(), "layers_seen": set()})
@@ -247,7 +315,8 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
     from .suites import task_order
 
     order = task_order()
-    tasks = sorted({t for c in columns.values() for t in c["seeds"]}, key=lambda t: (order(t.split(" (")[0]), t))
+    tasks = sorted({t for c in columns.values() for t in c["seeds"]},
+                   key=lambda t: (order(t.split(" (")[0].split(" [")[0]), t))
     labelled = _distinguish(list(columns.values()))
     for col in columns.values():
         col["cells"] = {t: _aggregate(list(by_seed.values())) for t, by_seed in col["seeds"].items()}
@@ -255,7 +324,11 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         col["label"] = labelled[id(col)]
     for col in columns.values():
         base = _dlr_base(col, list(columns.values()))
-        ratios = [t / base["times"][k] for k, t in col["times"].items() if base and k in base["times"]]
+        col["time_base"] = base is col
+        if base is None or base is col or (col["model"] == "dlr" and col["layers_seen"] == base["layers_seen"]):
+            col["time_ratio"] = None  # no ratio of DLR with itself (the base, or another DLR column alike: noise)
+            continue
+        ratios = [t / base["times"][k] for k, t in col["times"].items() if k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None
     for col in columns.values():  # a suite column's lengths, steps and layers: one value, or their range as text
         for key, seen in (("L", "Ls"), ("steps", "steps_seen"), ("layers", "layers_seen")):
@@ -276,10 +349,12 @@ def _dlr_base(col: dict[str, Any], columns: list[dict[str, Any]]) -> dict[str, A
 def _aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean, sample standard deviation and count of each number over the seeds of one cell."""
     out: dict[str, Any] = {"n": len(cells)}
-    for key in cells[0]:
+    for key in dict.fromkeys(k for c in cells for k in c):
         values = [c.get(key) for c in cells]
-        if key == "label":
-            out[key] = values[0]
+        if key in ("label", "partial"):  # text: the first run's, or the smallest partial test set
+            marks = [v for v in values if v is not None]
+            out[key] = min(marks, key=lambda v: int(str(v).split("/")[0])) if key == "partial" and marks else \
+                values[0]
             continue
         finite = [v for v in values if isinstance(v, int | float) and math.isfinite(v)]
         out[key] = statistics.fmean(finite) if finite else None
@@ -288,13 +363,24 @@ def _aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _distinguish(columns: list[dict[str, Any]]) -> dict[int, str]:
-    """Column titles; columns that would read alike get their config digest appended."""
+    """Column titles, each unique: columns that would read alike get their config digest appended, then where they
+    come from (a suite's folder name, `runs`), then a number."""
     titles = {id(c): _title(c) for c in columns}
-    counts: dict[str, int] = {}
-    for t in titles.values():
-        counts[t] = counts.get(t, 0) + 1
-    return {k: f"{t} cfg {c['group']}" if counts[t] > 1 else t for (k, t), c in zip(titles.items(), columns,
-                                                                                    strict=True)}
+    for extra in (lambda c: f"cfg {c['group']}",
+                  lambda c: f"suite {Path(c['suite']).name}" if c.get("suite") else "runs",
+                  lambda c: ""):
+        counts: dict[str, int] = {}
+        for t in titles.values():
+            counts[t] = counts.get(t, 0) + 1
+        if max(counts.values(), default=1) == 1:
+            break
+        seen: dict[str, int] = {}
+        for c in columns:
+            t = titles[id(c)]
+            if counts[t] > 1:
+                seen[t] = seen.get(t, 0) + 1
+                titles[id(c)] = f"{t} {extra(c) or f'#{seen[t]}'}"
+    return titles
 
 
 def _title(col: dict[str, Any]) -> str:
@@ -331,6 +417,7 @@ def _cell(c: dict[str, Any] | None) -> str:
         return f"{v:.3f}" if std is None else f"{v:.3f}±{std:.3f}"
 
     count = f" (n={c['n']})" if c.get("n", 1) > 1 else ""
+    count += f" (test {c['partial']})" if c.get("partial") else ""
     if "label" in c:
         return f"{c['label']} {f('a')} / {f('b')}{count}"
     return f"{f('r2')} / {f('r2_batchavg')}{count}"
@@ -339,8 +426,8 @@ def _cell(c: dict[str, Any] | None) -> str:
 def _rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     header = ["task"] + [c["label"] for c in table["columns"]]
     rows = [[t] + [_cell(c["cells"].get(t)) for c in table["columns"]] for t in table["tasks"]]
-    times = ["time/step vs DLR"] + [f"{c['time_ratio']:.2f}x" if c["time_ratio"] else "-"
-                                       for c in table["columns"]]
+    times = ["time/step vs DLR"] + ["base" if c.get("time_base") else f"{c['time_ratio']:.2f}x" if c["time_ratio"]
+                                    else "-" for c in table["columns"]]
     return header, rows, times
 
 
@@ -348,18 +435,44 @@ def render_text(table: dict[str, Any]) -> str:
     header, rows, times = _rows(table)
     widths = [max(len(r[i]) for r in [header, *rows, times]) for i in range(len(header))]
     line = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), line(times)])
+    import textwrap
+
+    legend = textwrap.wrap(legend_text(table), width=max(80, min(110, sum(widths) + 2 * len(widths))))
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), line(times), "", *legend])
 
 
 def render_markdown(table: dict[str, Any]) -> str:
     header, rows, times = _rows(table)
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in [*rows, times]]
-    out.append("")
-    out.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric); "
-               "ListOps: exact / per-batch test token accuracy; Pathfinder: test macro-F1 / macro accuracy "
-               "(Table 3's metrics). Several seeds: mean ± sample standard deviation (n = seeds). A column is one "
-               "configuration (its steps in the title; `cfg <digest>` where two would read alike). `[scored]`: "
-               "checkpoints scored on test by `eval --checkpoint` (second number: per-batch test R²).")
+    out += ["", legend_text(table)]
     return "\n".join(out)
+
+
+def legend_text(table: dict[str, Any]) -> str:
+    """What the cells mean, in words: below the plain table and the Markdown one alike (only what the table shows)."""
+    cells = [c for col in table["columns"] for c in col["cells"].values()]
+    kinds = {c.get("label") for c in cells}
+    parts = []
+    if None in kinds:
+        parts.append("Cells: exact test R² / the paper's per-batch-averaged validation R² (Table 1's metric)")
+    if "acc" in kinds:
+        parts.append("ListOps: exact / per-batch test token accuracy")
+    if "F1/acc" in kinds:
+        parts.append("Pathfinder: test macro-F1 / macro accuracy (Table 3's metrics)")
+    text = "; ".join(parts) + "."
+    if any(c.get("n", 1) > 1 for c in cells):
+        text += " Several seeds: mean ± sample standard deviation (n = seeds)."
+    if any("[scored" in t for t in table["tasks"]) or any(col.get("scored") for col in table["columns"]):
+        text += (" `[scored L=N]`: a checkpoint scored on test by `eval --checkpoint` / `--lengths` at length N, "
+                 "in the column of the run that trained it (second number: per-batch test R²); `[untrained]`: a "
+                 "fresh model scored.")
+    if any(c.get("partial") for c in cells):
+        text += " (test n/N): scored on n of the N test samples the full test set has."
+    if any(" cfg " in col["label"] for col in table["columns"]):
+        text += " `cfg <digest>`: the configuration of a column whose title reads like another's."
+    if any(col.get("time_ratio") or col.get("time_base") for col in table["columns"]):
+        text += (" time/step vs DLR: median time per training step against the `base` DLR column at the same L "
+                 "(1 layer, else as many layers); none for DLR columns like the base.")
+    return text
 

@@ -96,10 +96,11 @@ def test_a_checkpoint_scored_on_test_only_is_tabulated(tmp_path):
     assert table["columns"][0]["cells"]["cumsum"]["r2"] == 0.4
 
 
-def test_a_scored_checkpoint_is_a_column_of_its_own_and_never_replaces_its_run(tmp_path):
+def test_a_scored_checkpoint_is_a_row_of_its_run_and_never_replaces_its_cell(tmp_path):
     """`eval --checkpoint RUN/checkpoints/best.pt` copies the run's config (same column digest, same seed) and writes
     test scores only; written later, it used to replace the trained run's cell as the newest run of that seed, and the
-    cell lost its validation figure ("0.997 / nan"). A fresh model scored (`score_only`) is labelled apart."""
+    cell lost its validation figure ("0.997 / nan"). It is a row `TASK [scored L=N]` of its run's column (issue 37:
+    each scoring was a column of its own); a fresh model scored (`score_only`) is a column labelled apart."""
     trained = _finished(tmp_path / "trained", _config(100, 0), 0.9)
     scored = _finished(tmp_path / "scored", _config(100, 0), 0.9, test_only=True)
     untrained = _finished(tmp_path / "untrained", _config(100, 0), -0.2, test_only=True)
@@ -110,10 +111,10 @@ def test_a_scored_checkpoint_is_a_column_of_its_own_and_never_replaces_its_run(t
     os.utime(trained / "metrics.json", (1, 1))  # the trained run is the oldest
     table = build_table(load_runs([trained, scored, untrained]))
     cells = {c["label"]: c["cells"]["cumsum"] for c in table["columns"]}
-    assert len(cells) == 3
-    run = next(c for label, c in cells.items() if "[" not in label)
-    assert run["r2"] == 0.9 and abs(run["r2_batchavg"] - 0.89) < 1e-12  # validation's per-batch figure kept
-    assert [c["r2_batchavg"] for label, c in cells.items() if label.endswith("[scored]")] == [pytest.approx(0.88)]
+    assert len(cells) == 2 and table["tasks"] == ["cumsum", "cumsum [scored L=64]"]
+    run = next(c for c in table["columns"] if not c["scored"])
+    assert run["cells"]["cumsum"]["r2"] == 0.9 and abs(run["cells"]["cumsum"]["r2_batchavg"] - 0.89) < 1e-12
+    assert run["cells"]["cumsum [scored L=64]"]["r2_batchavg"] == pytest.approx(0.88)
     assert [c["r2"] for label, c in cells.items() if label.endswith("[untrained]")] == [-0.2]
     assert "nan" not in render_text(table)
 
@@ -247,3 +248,84 @@ def test_one_suite_is_one_column_even_where_its_preset_gives_tasks_their_own_ste
     assert "1500-3000 steps" in render_text(table)
     loose = runs_in(tmp_path / "loose", "dlr", (0.9, 0.8))  # no suite.json: each run's own configuration
     assert len(build_table(load_runs([loose / "shift", loose / "cumsum"]))["columns"]) == 2
+
+
+# --- what a new user found confusing (issue 37) -------------------------------------------------------------------
+
+def _with(folder, **metrics):
+    m = json.loads((folder / "metrics.json").read_text())
+    (folder / "metrics.json").write_text(json.dumps({**m, **metrics}))
+    return folder
+
+
+def test_a_run_and_a_suite_of_one_config_get_unique_labels_and_no_self_ratio(tmp_path):
+    """The same DLR config as a loose run and inside a suite: two columns that used to share a label (the digest was
+    the same too) and a 'time/step vs DLR 1.41x' of DLR against itself. Now: unique labels, `base` on the first DLR
+    column, no ratio on the other DLR column alike, a ratio for another model."""
+    runs, suite = _runs_root(tmp_path)
+    loose = _with(_finished(tmp_path / "loose", {**_config(100, 0), "task": "shift"}, 0.6), time_per_step_s=0.3)
+    s4d = _finished(tmp_path / "s4d", {**_config(100, 0), "task": "shift", "model": "s4d"}, 0.5)
+    _with(s4d, model="s4d", time_per_step_s=0.2)
+    table = build_table(load_runs([suite, loose, s4d]))
+    labels = [c["label"] for c in table["columns"]]
+    assert len(set(labels)) == len(labels) == 3, labels
+    assert any(f"suite {suite.name}" in label for label in labels), labels
+    dlr = [c for c in table["columns"] if c["model"] == "dlr"]
+    assert [c["time_base"] for c in dlr].count(True) == 1 and all(c["time_ratio"] is None for c in dlr)
+    other = next(c for c in table["columns"] if c["model"] == "s4d")
+    assert other["time_ratio"] == pytest.approx(2.0)
+    last = render_text(table).split("\n\n")[0].splitlines()[-1].split()
+    assert last[-3:] == ["base", "-", "2.00x"] or sorted(last[-3:]) == ["-", "2.00x", "base"], last
+
+
+def test_the_plain_table_explains_its_cells(tmp_path):
+    run = _finished(tmp_path / "r", _config(100, 0), 0.5)
+    text = render_text(build_table(load_runs([run])))
+    legend = " ".join(text.split("\n\n", 1)[1].split())
+    assert legend.startswith("Cells: exact test R² / the paper's per-batch-averaged validation R²"), text
+    assert max(len(line) for line in text.splitlines()) <= 110
+
+
+def test_scorings_fold_into_their_run_and_an_orphan_keeps_one_column(tmp_path):
+    """`--lengths 64,128` of two seeds and `--checkpoint` of a run not in the table: one row per scored length in
+    the column of the runs that trained them (seeds averaged), one `[scored]` column for the orphan; the table no
+    wider than its trained columns plus one."""
+    trained = [_finished(tmp_path / f"seed{s}", _config(100, s), 0.9) for s in (0, 1)]
+    scorings = []
+    for s in (0, 1):
+        for L in (64, 128):
+            cfg = {**_config(100, s), "task_config": {"L": L}, "eval": {"batch_size": 8, "test_samples": 640}}
+            folder = _finished(tmp_path / f"s{s}L{L}", cfg, 0.8 - L / 1000 + s / 100, test_only=True)
+            scorings.append(_with(folder, scored_checkpoint=f"seed{s}/checkpoints/best.pt"))
+    orphan = _finished(tmp_path / "orphan", _config(100, 0, lr=0.5), 0.1, test_only=True)
+    _with(orphan, scored_checkpoint="elsewhere/checkpoints/best.pt")
+    table = build_table(load_runs([*trained, *scorings, orphan]))
+    assert len(table["columns"]) == 2
+    run, alone = table["columns"]
+    assert run["scored"] is None and alone["scored"] == "scored" and alone["label"].endswith("[scored]")
+    assert table["tasks"] == ["cumsum", "cumsum [scored L=128]", "cumsum [scored L=64]"]
+    assert run["cells"]["cumsum [scored L=64]"]["n"] == 2
+    assert run["cells"]["cumsum [scored L=64]"]["r2"] == pytest.approx(0.741)
+    assert run["cells"]["cumsum"]["r2"] == 0.9 and set(alone["cells"]) == {"cumsum [scored L=64]"}
+    assert "[scored L=N]" in render_text(table)
+
+
+def test_a_partial_test_set_is_marked(tmp_path):
+    """20 test images of a 2,000-image test split (read from the dataset's manifest), and a streamed task scored on
+    16 of its preset's 640 test samples: each cell says so; a full test set has no mark."""
+    data = tmp_path / "data" / "pathfinder-128"
+    data.mkdir(parents=True)
+    (data / "manifest.json").write_text(json.dumps({"task": "pathfinder", "splits": {"test": {"num_samples": 2000}}}))
+    pf_cfg = {**_config(100, 0), "task": "pathfinder", "task_config": {"size": 128}, "data": {"path": str(data)}}
+    pf = _finished(tmp_path / "pf", pf_cfg, 0.5)
+    (pf / "metrics.json").write_text(json.dumps({"task": "pathfinder", "model": "dlr", "parameters": 10,
+                                                 "test": {"macro_f1": 0.5, "macro_accuracy": 0.6, "n": 20,
+                                                          "macro_f1_batchavg": 0.5}}))
+    small = _with(_finished(tmp_path / "small", _config(100, 0), 0.5), test={"r2": 0.5, "n": 16})
+    full = _with(_finished(tmp_path / "full", _config(200, 0), 0.5), test={"r2": 0.5, "n": 640})
+    table = build_table(load_runs([pf, small, full]))
+    cells = {(t, c["steps"]): cell for c in table["columns"] for t, cell in c["cells"].items()}
+    assert cells["pathfinder", 100]["partial"] == "20/2000" and cells["cumsum", 100]["partial"] == "16/640"
+    assert "partial" not in cells["cumsum", 200]
+    text = render_text(table)
+    assert "(test 20/2000)" in text and "(test 16/640)" in text and "of the N test samples" in " ".join(text.split())
