@@ -205,7 +205,10 @@ def _full_test_set(m: dict[str, Any], cfg: dict[str, Any]) -> int | None:
         from ..registry import get_task
         from .presets import resolve_preset
 
-        keys = resolve_preset(str(cfg.get("preset") or "quick"), get_task(m["task"]), m["model"]).keys
+        task = get_task(m["task"])
+        if task.policy.reads_folder:  # its folder is not here: its test split's size is unknown
+            return None
+        keys = resolve_preset(str(cfg.get("preset") or "quick"), task, m["model"]).keys
         return int(keys.get("eval.test_samples", 640))
     except Exception:  # a plug-in or a preset of another version: no mark rather than a wrong one
         return None
