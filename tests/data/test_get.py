@@ -557,3 +557,47 @@ def test_get_leaves_no_lock_file_and_says_before_a_rebuild_what_it_rebuilds_and_
     said.clear()
     assert get_dataset("shift-64", root, catalog=cat, on_wait=said.append).how == "present" and said == []
     assert sorted(p.name for p in root.iterdir()) == ["shift-64"]
+
+
+def test_download_of_an_entry_without_a_mirror_says_it_rebuilds_before_it_starts(tiny_shift, tmp_path, capsys):
+    """`ssmbench download NAME` of an entry without `sources` becomes `get NAME`: stderr says so first, with the
+    size and the estimated time (the new user saw a silent 1 GiB rebuild)."""
+    from ssmbench.cli import main
+
+    cat = write_catalog(tmp_path / "cat.json", **{"shift-64": entry_from_folder(tiny_shift, ARGV, 1)})
+    with pytest.raises(SystemExit) as exc:
+        main(["download", "shift-64", "--catalog", str(cat), "--to", str(tmp_path / "data"), "--json"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 0 and json.loads(out)["how"] == "built"
+    lines = [ln for ln in err.splitlines() if ln.startswith("shift-64")]
+    assert lines[0].startswith("shift-64 has no mirror: rebuilding it here (40 samples, ")
+    assert "(estimated)" in lines[1] and err.startswith(f"{lines[0]}\n{lines[1]}\n")  # before any progress bar
+
+
+def test_the_lock_file_is_removed_by_its_holder_and_a_waiter_never_holds_a_removed_one(tmp_path):
+    """`get`'s lock (`lockfile.held`) unlinks its file while still holding it; a waiter blocked on that file then
+    locks the one at the path instead, so a third process can never take the lock beside it."""
+    import threading
+
+    from ssmbench.data.hub.lockfile import Busy, held
+
+    path = tmp_path / ".get-x.lock"
+    waiting, holding, release = threading.Event(), threading.Event(), threading.Event()
+
+    def waiter() -> None:
+        with held(path, on_wait=waiting.set):
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=waiter)
+    with held(path):
+        thread.start()
+        assert waiting.wait(30)  # blocked on the file this holder is about to remove
+    try:
+        assert holding.wait(30)
+        with pytest.raises(Busy), held(path, wait=False):  # the waiter holds the file now at the path
+            pass
+    finally:
+        release.set()
+        thread.join(30)
+    assert not path.exists()
