@@ -24,7 +24,7 @@ from ssmbench.data.hub.open import open_dataset
 from ssmbench.data.hub.transfer import FileItem, Http, fetch_file
 from ssmbench.data.hub.verify import verify_dataset
 from ssmbench.data.read.loader import check_shard_files
-from ssmbench.errors import ConfigError
+from ssmbench.errors import ConfigError, VerificationError
 
 ARGV = ["generate", "shift", "--length", "64", "--n", "40", "--samples-per-shard", "8"]  # tiny_shift's command
 SHARD = "train/shard-00001-of-00004.h5"
@@ -191,7 +191,7 @@ def linked(tiny_shift, tmp_path):
 def test_a_shard_symlinked_out_of_the_folder_is_refused_everywhere(linked, tiny_shift, capsys):
     report = verify_dataset(linked)
     assert not report.ok and report.problems == [
-        f"{linked}: shard {SHARD!r} leads out of the dataset folder (a symlink to {linked.parent.parent / 'outside.h5'})"]
+        f"shard {SHARD!r} leads out of the dataset folder (a symlink to {linked.parent.parent / 'outside.h5'})"]
     code, _, err = cli(capsys, "verify", str(linked))
     assert code == 3 and "leads out of the dataset folder" in err and "Traceback" not in err
     manifest = load_manifest(linked)
@@ -238,3 +238,25 @@ def test_a_dataset_folder_reached_through_a_symlink_still_opens(tiny_shift, tmp_
     (tmp_path / "data" / "shift-64").symlink_to(folder)
     assert len(open_dataset(tmp_path / "data" / "shift-64", "train")) == 32
     assert verify_dataset(tmp_path / "data" / "shift-64").ok
+
+
+def test_repack_and_publish_refuse_a_shard_symlinked_out_of_the_folder(linked, tmp_path):
+    from ssmbench.data.hub.publish import publish
+    from ssmbench.data.hub.repack import repack
+
+    with pytest.raises(UnsafePathError, match="leads out of the dataset folder"):
+        repack(linked, codec="gzip:1", out=tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
+    with pytest.raises(VerificationError, match="leads out of the dataset folder"):  # its verify refuses it
+        publish(linked, tmp_path / "release")
+    assert not (tmp_path / "release").exists()
+
+
+def test_an_hf_source_naming_dot_dot_is_refused():
+    from ssmbench.data.hub.transfer import hf_to_https
+
+    assert hf_to_https("hf://datasets/org/repo@rev/shift-64").endswith("/org/repo/resolve/rev/shift-64/")
+    for bad in ("hf://datasets/org/repo@rev/../other", "hf://datasets/org/repo@../x", "hf://datasets/org/..@r/x",
+                "hf://datasets/org/repo@rev/a//b"):
+        with pytest.raises(UnsafePathError):
+            hf_to_https(bad)

@@ -31,6 +31,7 @@ from ...errors import DatasetError
 from ...plain import file_sha256
 from ..folder.atomic import atomic_write_bytes
 from ..folder.manifest import Manifest, load_manifest
+from ..folder.safe_paths import check_name
 from ..folder.splits import SPLIT_ORDER
 
 SUMS = "SHA256SUMS"
@@ -160,7 +161,7 @@ def publish(path: str | Path, to: str | Path, *, repo_id: str | None = None) -> 
     manifest = load_manifest(root)
     _check_publishable(root, manifest)
     release_root = Path(to)
-    dest = release_root / str(manifest.name)
+    dest = release_root / check_name(manifest.name, "the dataset name")  # one folder of the release
     if dest.resolve() == root.resolve():
         raise DatasetError(f"{dest} is the dataset folder itself", "pass another --to folder")
     if (dest / "manifest.json").exists() and (dest / "manifest.json").read_bytes() != (root / "manifest.json").read_bytes():

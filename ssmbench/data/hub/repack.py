@@ -38,6 +38,7 @@ from ..build.provenance import created_utc
 from ..build.shards import content_prefix
 from ..folder.atomic import atomic_write_json
 from ..folder.manifest import Manifest, load_manifest, read_manifest_json
+from ..folder.safe_paths import inside
 from ..folder.splits import SPLIT_ORDER
 
 JOURNAL = ".repack.json"
@@ -197,7 +198,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
         raise DatasetError(f"{dst} already holds another dataset folder", "pass another --out, or remove it")
     left_out = absent_by_selection(root)
     shards = [(split, s) for split in SPLIT_ORDER for s in manifest.shards(split) if s.path not in left_out]
-    missing = [s.path for _, s in shards if not (root / s.path).exists()]
+    missing = [s.path for _, s in shards if not inside(root, s.path, "shard").exists()]  # no symlink out
     if missing:
         raise DatasetError(f"{root}: {len(missing)} shard(s) missing, e.g. {missing[0]}",
                            "run `ssmbench verify` and re-download or regenerate them first")
@@ -238,7 +239,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
     new["repacked_utc"] = created_utc()
     if not in_place:
         for f in manifest.files or []:
-            shutil.copy2(root / f["path"], dst / f["path"])
+            shutil.copy2(inside(root, f["path"], "file"), dst / f["path"])
         if (root / ".download.json").exists():
             shutil.copy2(root / ".download.json", dst / ".download.json")
     atomic_write_json(dst / "manifest.json", new)

@@ -105,7 +105,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
             try:
                 file = inside(root, shard.path, "shard")
             except UnsafePathError as exc:  # a symlink out of the folder: never followed
-                report.problems.append(exc.message)
+                report.problems.append(exc.message.removeprefix(f"{root}: "))
                 continue
             if not file.exists():
                 if shard.path in left_out:
@@ -136,7 +136,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
         try:
             p = inside(root, f["path"], "file")
         except UnsafePathError as exc:
-            report.problems.append(exc.message)
+            report.problems.append(exc.message.removeprefix(f"{root}: "))
             continue
         if not p.exists() or (f["path"] not in hashed and file_sha256(p) != f["sha256"]):
             report.problems.append(preview_problem(root) if f["path"] == PREVIEW_FILE else
