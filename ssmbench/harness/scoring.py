@@ -22,9 +22,11 @@ from .run_config import RunConfig
 from .run_folder import RunFolder, default_run_dir, load_checkpoint
 
 SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "eval.log_samples", "hardware.device", "hardware.precision",
-                "hardware.threads", "data.workers", "L", "task.L", "size", "task.size")
+                "hardware.threads", "data.workers", "L", "task.L", "size", "task.size", "variable_key_size",
+                "task.variable_key_size")
 """What may change when scoring a checkpoint: nothing that changes the model; `L` / `size` score it at another
-length or image side (a length-generalisation test: the config is resolved as `ssmbench generate` would)."""
+length or image side (a length-generalisation test: the config is resolved as `ssmbench generate` would);
+`variable_key_size=false` scores MAD fuzzy recall on full-length keys, MAD's own test split."""
 
 
 def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str | None = None,

@@ -4,6 +4,8 @@ distribution comparison with mad-lab itself is benchmarks/fidelity_mad.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,3 +197,35 @@ def test_quick_and_paper_presets_have_a_row_for_every_mad_task(name):
     assert (paper.keys["model.d_model"], paper.keys["train.batch_size"], paper.keys["train.lr"]) == (128, 128, 5e-4)
     assert paper.keys["train.steps"] == (400 if name == "mad_memorization" else 20000)  # 200 epochs of MAD's sets
     assert "athms/mad-lab" in paper.provenance["train.lr"].source
+
+
+
+def test_fuzzy_recall_full_length_keys_score_a_third_of_the_positions_that_variable_keys_do():
+    """The card's two readings at MAD's baseline: variable key runs (MAD's training split, the default) score about
+    10.5 % of the positions, full-length ones (MAD's test split, `variable_key_size=false`) about 3.4 %."""
+    config = preset("mad_fuzzy_recall")
+    variable = (draw("mad_fuzzy_recall", config, stop=400)["targets"] != -100).mean()
+    full = (draw("mad_fuzzy_recall", dataclasses.replace(config, variable_key_size=False),
+                 stop=400)["targets"] != -100).mean()
+    assert 0.095 < variable < 0.115 and 0.030 < full < 0.039
+
+
+def test_a_fuzzy_recall_checkpoint_is_scored_on_mads_full_length_test_keys(tmp_path, monkeypatch):
+    """`ssmbench eval --checkpoint RUN/... -o variable_key_size=false` scores the trained model on MAD's test
+    distribution: the key is accepted while scoring (it does not change the model) and reaches the scored config."""
+    from ssmbench.harness import scoring
+    from ssmbench.harness.run_config import RunConfig
+
+    recorded = Path(__file__).parents[2] / "benchmarks/results/quick_recall_cpu/mad-attention/mad_fuzzy_recall"
+    trained = RunConfig.from_json(json.loads((recorded / "config.json").read_text()))  # a quick run's config
+    assert trained.task_config["variable_key_size"] is True
+    checkpoint = tmp_path / "best.pt"
+    checkpoint.write_bytes(b"weights")
+    monkeypatch.setattr(scoring, "load_checkpoint", lambda path: {"config": trained.to_json(), "model": {}})
+    monkeypatch.setattr(scoring, "score", lambda cfg, weights, split, **kw: cfg)
+    scored = scoring.score_checkpoint(checkpoint, overrides={"variable_key_size": False}, quiet=True)
+    assert scored.task_config["variable_key_size"] is False
+    assert {k: v for k, v in scored.task_config.items() if k != "variable_key_size"} == \
+        {k: v for k, v in trained.task_config.items() if k != "variable_key_size"}
+    with pytest.raises(ConfigError, match="cannot change when scoring"):
+        scoring.score_checkpoint(checkpoint, overrides={"vocab_size": 32}, quiet=True)
