@@ -117,6 +117,21 @@ def test_choose_mode_and_plan():
     assert r.mode == "suite" and r.selector.flags() == {"L": 64}
 
 
+def test_a_suite_member_is_a_single_run_with_the_tasks_own_time_limit():
+    """`member()` (what a suite runs for each task): mode single, the task, the seed and the folder of that member,
+    and the time limit the suite gives that task (what is left of the suite's), replacing the suite's own."""
+    from ssmbench.harness.time_limit import Deadline
+
+    suite_limit, task_limit = Deadline(3600), Deadline(600)
+    r = RunRequest("suite", "dlr", TaskSelector("atomic", length=64), RunSettings(seeds=(0, 1)),
+                   RunOptions(time_limit=suite_limit, device="cpu"))
+    m = r.member("shift", out="suite/shift-seed1", seed=1, time_limit=task_limit)
+    assert (m.mode, m.selector.task, m.selector.length, m.settings.seed) == ("single", "shift", 64, 1)
+    assert m.options.out == "suite/shift-seed1" and m.options.device == "cpu"
+    assert m.options.time_limit is task_limit
+    assert r.member("shift", out="x", seed=None).options.time_limit is None
+
+
 def test_run_request_dispatches_on_the_mode(monkeypatch, tmp_path):
     seen: list[tuple[str, object]] = []
     monkeypatch.setattr(evaluation, "resume", lambda run_dir, overrides, **kw: seen.append(("resume", overrides)))

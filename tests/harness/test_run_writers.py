@@ -179,6 +179,54 @@ def test_a_second_writer_is_refused_and_a_run_killed_before_its_first_checkpoint
     assert [(r["step"], r["split"]) for r in log] == [(4, "train"), (4, "val")]  # the killed attempt's line is gone
 
 
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+def test_a_run_killed_with_sigkill_resumes_at_once(tmp_path):
+    """Issue 37: an `eval` with forked data workers, killed with SIGKILL mid-run, then `--resume` at once. Its
+    workers outlive it for seconds and used to hold the lock ("being written by another process: pid N", N dead);
+    now the resume takes the lock over with a note, removes the temporary a kill during a checkpoint leaves, and
+    finishes from the last checkpoint."""
+    run = tmp_path / "run"
+    endless = ["-o", "train.steps=10000000", "-o", "train.eval_every=10000000", "-o", "train.log_every=10000000",
+               "-o", "train.checkpoint_every=2", "-o", "data.workers=2"]
+    a = subprocess.Popen([sys.executable, "-m", "ssmbench", *tiny_args(run, *endless)], stderr=subprocess.DEVNULL,
+                         cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONSAFEPATH": "1"})
+    workers: list[int] = []
+    try:
+        wait_for(run / "checkpoints" / "last.prev.pt", a)  # two checkpoints written: it trains, its workers run
+        workers = children_of(a.pid)
+        a.send_signal(signal.SIGKILL)
+        a.wait(timeout=CEILING)
+        assert workers and any(Path(f"/proc/{w}").exists() for w in workers)  # orphaned, still there
+        stale = run / "checkpoints" / "last.pt.tmp.0123456789abcdef"
+        stale.write_bytes(b"half a checkpoint")  # what a kill during torch.save leaves
+        reached = torch.load(run / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]
+        again = cli("eval", "--resume", str(run), "-o", f"train.steps={reached + 2}", "-o", "data.workers=2")
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait(timeout=CEILING)
+        for w in workers:
+            try:
+                os.kill(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert again.returncode == 0, again.stderr
+    assert "being written by another process" not in again.stderr and "Traceback" not in again.stderr
+    assert f"named pid {a.pid}" in again.stderr and "no longer runs" in again.stderr
+    assert not stale.exists() and not list(run.rglob("*.tmp.*")) and not (run / ".lock").exists()
+    assert json.loads((run / "metrics.json").read_text())["steps"] == reached + 2
+
+
 # -------------------------------------------------------------------------------------------------- --resume options
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from itertools import count
 from pathlib import Path
 
@@ -22,10 +23,13 @@ import torch
 
 import ssmbench
 from ssmbench.errors import ConfigError
-from ssmbench.harness import evaluation
+from ssmbench.harness import evaluation, time_limit
 from ssmbench.harness.run_config import RunConfig
 from ssmbench.harness.suites import SuiteTimeLimit, run_suite, suite_dir
 from ssmbench.harness.time_limit import Budget, Deadline, TimeLimitReached, format_duration, parse_duration
+
+IMPORTED_AT = time.monotonic()
+"""When this module was imported: after this process started (pytest's and torch's imports lie between)."""
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 40, "train.eval_every": 10,
         "train.log_every": 5, "eval.val_samples": 16, "eval.test_samples": 16, "eval.metric_batch_size": 4,
@@ -72,7 +76,8 @@ def test_durations_read_as_seconds(text, seconds):
     assert parse_duration(format_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize("text", ["5x", "", "-3", "0", "0s", "1h1h", "30m1h", "1:75:00", "h", "1.5.2", "inf", True])
+@pytest.mark.parametrize("text", ["5x", "", "-3", "0", "0s", "1h1h", "30m1h", "1:75:00", "h", "1.5.2", "inf", True,
+                                  "1:60", "0:60:00", "1:00:60"])
 def test_bad_durations_are_config_errors_naming_the_option(text):
     with pytest.raises(ConfigError, match="^--time-limit: "):
         parse_duration(text)
@@ -98,6 +103,64 @@ def test_the_limit_is_a_setting_of_the_command_not_of_the_run():
 
 
 # ---------------------------------------------------------------------------------------------- the stop decision
+
+def test_the_deadline_counts_the_start_up_from_the_process_start(monkeypatch):
+    """`ssmbench eval --time-limit` counts from the process start (imports, data building): the process start lies
+    before this module's import, and an anchored deadline has less than its limit left."""
+    assert time_limit.process_start() <= IMPORTED_AT
+    monkeypatch.setattr(time_limit, "_anchor_at_process_start", True)
+    assert Deadline(3600).left() <= 3600 - (time.monotonic() - IMPORTED_AT)
+    monkeypatch.setattr(time_limit, "_anchor_at_process_start", False)
+    assert Deadline(3600).left() > 3600 - (time.monotonic() - IMPORTED_AT)
+
+
+@pytest.mark.parametrize("limit, slack", [(60, 5), (250, 5), (1000, 20), (1500, 30), (36000, 30), (4 * 86400, 30)])
+def test_the_slack_is_two_percent_of_the_limit_between_5_and_30_seconds(limit, slack):
+    assert Deadline(limit, clock=lambda: 0.0).slack == slack
+
+
+def test_the_step_estimate_is_the_largest_recent_step_and_the_last_evaluation_is_budgeted():
+    """A slow step among fast ones sets the estimate (not the latest one); the last step's evaluation counts even
+    when the last step is no multiple of eval_every; the first step of a process (start-up) only until a second
+    one is measured."""
+    now = [0.0]
+    deadline = Deadline(1000, clock=lambda: now[0])
+    cfg = RunConfig(task="cumsum", task_config={"L": 32}, model="dlr").with_overrides(
+        {"train.steps": 25, "train.eval_every": 10, "train.batch_size": 16, "eval.val_samples": 32,
+         "eval.test_samples": 64})
+    budget = Budget(deadline, cfg, state_bytes=0)
+    for took in (9.0, 1.0, 4.0, 1.0, 1.0):  # the first (9 s) pays for start-up
+        now[0] += took
+        budget.boundary()
+    assert budget.step == 4.0
+    with budget.timed("eval"):
+        now[0] += 30
+    with budget.timed("save"):
+        now[0] += 2
+    plain = 3 * 4 + 2 + deadline.slack
+    assert budget.need(22) == plain
+    assert budget.need(24) == plain + 30 + 2  # step 25 is the last: its evaluation and checkpoint
+    assert budget.need(19) == plain + 30 + 2
+
+
+def test_a_limit_that_let_no_step_run_suggests_one_that_can(tmp_path):
+    """Repeating a limit in which no step fitted would never make progress: the continue command gives one with room
+    for the start-up and a step, and the hint says why; after progress, the same limit."""
+    from ssmbench.harness.run_folder import RunFolder
+
+    now = [0.0]
+    deadline = Deadline(1, clock=lambda: now[0])
+    now[0] = 3.0  # the start-up took 3 s
+    cfg = RunConfig(task="cumsum", task_config={"L": 32}, model="dlr").with_overrides({"train.steps": 4})
+    budget = Budget(deadline, cfg, state_bytes=0)
+    exc = time_limit.reached(deadline, RunFolder(tmp_path / "run"), 0, 4, budget)
+    assert exc.resume_command() == f"ssmbench eval --resume {tmp_path / 'run'} --time-limit 1m"
+    assert "no step fitted in the 1s limit: the start-up took 3 s" in exc.hint and "no step is saved" in exc.message
+    budget.boundary()
+    exc = time_limit.reached(deadline, RunFolder(tmp_path / "run"), 1, 4, budget)
+    assert exc.resume_command().endswith("--time-limit 1s") and exc.hint.startswith("continue with")
+    assert time_limit.progress_limit(50, 20) == 180
+
 
 def test_no_step_starts_whose_evaluation_would_run_past_the_deadline():
     """The budget: the next step fits only with time for its own evaluation and checkpoint (as measured so far),
