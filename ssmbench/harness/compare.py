@@ -327,9 +327,9 @@ def build_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
         col["label"] = labelled[id(col)]
     for col in columns.values():
         base = _dlr_base(col, list(columns.values()))
-        col["time_base"] = base is col
-        if base is None or base is col or (col["model"] == "dlr" and col["layers_seen"] == base["layers_seen"]):
-            col["time_ratio"] = None  # no ratio of DLR with itself (the base, or another DLR column alike: noise)
+        col["time_base"] = base is col  # its ratio is 1.0 by definition; the table says `base`
+        if base is None or (base is not col and col["model"] == "dlr" and col["layers_seen"] == base["layers_seen"]):
+            col["time_ratio"] = None  # no ratio of DLR against another DLR column alike: load noise
             continue
         ratios = [t / base["times"][k] for k, t in col["times"].items() if k in base["times"]]
         col["time_ratio"] = statistics.median(ratios) if ratios else None
