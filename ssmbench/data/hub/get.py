@@ -19,7 +19,10 @@ every shard with the entry:
 
 A folder already in place is checked the same way (every shard file read and hashed, then the manifest against the
 files) before `get` answers "present". `<root>/.get-NAME.lock` lets one `get` of an entry into a data root run at a
-time; a second one waits with a line, then checks the folder the first one made.
+time (it is removed when that `get` ends); a second one waits with a line, then checks the folder the first one made.
+Before a rebuild (not with `quiet`), `get` says that it rebuilds, how big the dataset is and, from the build
+estimate, how long it will take. The entry's name must be a plain folder name and its shard paths plain relative
+paths (`ssmbench.data.folder.safe_paths`; the catalogue refuses others when it is read).
 
 `check_against_entry` is the comparison, shared with `ssmbench verify DIR --catalog`. Example (the reduced twin
 of shift-4096 that the tests rebuild, a few seconds)::
@@ -173,8 +176,8 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
     manifest = _read_manifest(folder)
     on_disk = {p.relative_to(folder).as_posix() for p in folder.glob("*/*.h5")}
     left_out = absent_by_selection(folder)
-    wanted = [sh for sh in entry.shards if sh["path"] not in left_out or (folder / check_relative(sh["path"],
-              "shard path")).exists()]
+    wanted = [sh for sh in entry.shards
+              if sh["path"] not in left_out or (folder / check_relative(sh["path"], "shard path")).exists()]
     missing = [sh["path"] for sh in wanted if sh["path"] not in on_disk]
     if missing:
         raise VerificationError(f"{folder}: shard {missing[0]} is missing here"
@@ -404,7 +407,7 @@ def get_dataset(name: str, to: str | Path | None = None, *, catalog: str | Path 
     A folder already there is checked the same way (its files, not only its manifest) before it is answered
     "present"; a VerificationError (exit 3) says what differs. One `get` of an entry into a data root runs at a
     time: a second one calls `on_wait` with a line (default: a logged warning), waits, then finds and checks the
-    folder the first one made. `workers` processes rebuild, and as many threads hash the shards.
+    folder the first one made. Before a rebuild, unless `quiet`, `on_wait` also gets `rebuild_notice`'s lines. `workers` processes rebuild, and as many threads hash the shards.
     """
     from ..folder.locations import data_root
 
