@@ -260,6 +260,16 @@ MUTATIONS: list[Mutation] = [
              "if self._logged and not self.log_path.exists():", "if False:",
              ("tests/harness/test_run_recovery.py::test_a_metrics_log_that_vanished_is_a_warning_and_is_written_again",),
              "a vanished metrics.jsonl silently recreated"),
+    Mutation("run_folder.py:+torn", "ssmbench/harness/run_folder.py",
+             "if i < len(lines) - 1:", "if True:",
+             ("tests/harness/test_run_recovery.py::"
+              "test_a_torn_last_log_line_is_left_out_and_a_full_disk_while_logging_is_one_line",),
+             "a torn last line of metrics.jsonl breaks the resume"),
+    Mutation("run_folder.py:+logfull", "ssmbench/harness/run_folder.py",
+             "raise disk_full(self.log_path, code, max(len(text), _size(self.last))) from None", "raise",
+             ("tests/harness/test_run_recovery.py::"
+              "test_a_torn_last_log_line_is_left_out_and_a_full_disk_while_logging_is_one_line",),
+             "a full disk while logging is a traceback"),
     Mutation("checkpoints.py:+prev", "ssmbench/harness/checkpoints.py",
              "if keep_previous and path.exists():", "if False:",
              ("tests/harness/test_run_recovery.py::test_the_previous_last_checkpoint_is_kept_and_used_when_last_is_damaged",),

@@ -123,7 +123,7 @@ def disk_full(path: Path, code: int, needed: int) -> Exception:
     from ..data.build.space import DISK_ERRNOS, DiskFullError, free_bytes
 
     run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
-    kept = f"{path.name} keeps the last saved step" if path.exists() else "no step was saved yet"
+    kept = f"the {path.name} saved before is intact" if path.exists() else f"no {path.name} was saved yet"
     if code == errno.EROFS:
         return DiskFullError(f"{DISK_ERRNOS[code]}: cannot write {path}; {kept}; make {run} writable, then continue "
                              f"with `ssmbench eval --resume {run}`", code)
@@ -169,7 +169,8 @@ def load_last(last: Path) -> dict[str, Any]:
         state = ckpt.get("state")
         step = state.get("step", "?") if isinstance(state, dict) else "?"
         why = "is missing" if not last.exists() else "is damaged (truncated or overwritten)"
-        print(f"warning: {last} {why}; continuing from the previous checkpoint {prev.name} (step {step}): the "
-              "steps after it are trained again", file=sys.stderr, flush=True)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every rank loads it: one line
+            print(f"warning: {last} {why}; continuing from the previous checkpoint {prev.name} (step {step}): "
+                  "the steps after it are trained again", file=sys.stderr, flush=True)
         _link_or_copy(prev, last)
         return ckpt

@@ -102,10 +102,20 @@ class RunFolder:
         self._append(records)
 
     def _append(self, records: list[dict[str, Any]]) -> None:
-        with open(self.log_path, "a") as f:
-            f.write("".join(json.dumps(json_plain(r), sort_keys=True) + "\n" for r in records))
-            f.flush()
-            os.fsync(f.fileno())
+        from ..data.build.space import disk_errno
+        from .checkpoints import disk_full
+
+        text = "".join(json.dumps(json_plain(r), sort_keys=True) + "\n" for r in records)
+        try:
+            with open(self.log_path, "a") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:  # a full disk: one line (the next checkpoint needs about what the last one took)
+            code = disk_errno(exc)
+            if code is None:
+                raise
+            raise disk_full(self.log_path, code, max(len(text), _size(self.last))) from None
         self._logged = True
 
     def _vanished(self, lines: int, lost: bool) -> None:
@@ -114,9 +124,19 @@ class RunFolder:
         print(f"warning: {self.log_path} vanished during the run (deleted?); {what}", file=sys.stderr, flush=True)
 
     def read_log(self) -> list[dict[str, Any]]:
+        """The log's records; a torn last line (the process killed, or the disk full, while writing it) is left
+        out, and a resume rewrites the file without it."""
         if not self.log_path.exists():
             return []
-        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
+        lines = [line for line in self.log_path.read_text().splitlines() if line.strip()]
+        records = []
+        for i, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if i < len(lines) - 1:
+                    raise
+        return records
 
     def truncate_log(self, step: int, history: list[dict[str, Any]] | None = None) -> None:
         """Drop log lines after `step` (a resumed run repeats the steps after its last checkpoint). A missing
@@ -154,6 +174,13 @@ class RunFolder:
                 tmp.unlink()
                 removed.append(tmp)
         return removed
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 class RunFolderBusy(SsmbenchError):

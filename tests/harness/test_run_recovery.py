@@ -181,6 +181,19 @@ def test_a_metrics_log_that_vanished_is_a_warning_and_is_written_again(tmp_path,
     assert "the lines before this one are lost" in capsys.readouterr().err
 
 
+def test_a_torn_last_log_line_is_left_out_and_a_full_disk_while_logging_is_one_line(tmp_path, monkeypatch):
+    run = RunFolder(tmp_path / "run")
+    run.log({"step": 1, "split": "train", "loss": 1.0})
+    with open(run.log_path, "a") as f:
+        f.write('{"step": 2, "spl')  # killed, or the disk filled, mid-line
+    assert run.read_log() == [{"step": 1, "split": "train", "loss": 1.0}]
+    run.truncate_log(1)
+    assert run.log_path.read_text() == '{"loss": 1.0, "split": "train", "step": 1}\n'  # rewritten without it
+    monkeypatch.setattr(run_folder, "open", failing_open(after=0), raising=False)
+    with pytest.raises(DiskFullError, match=f"^no space left on device while writing {run.log_path}: .*--resume"):
+        run.log({"step": 2, "split": "train", "loss": 0.5})
+
+
 # ------------------------------------------------------------------------------------------------- checkpoints
 class Payload:
     """An arbitrary object: pickled into a checkpoint, loading it could run code."""
@@ -271,7 +284,7 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_loses_nothing(tmp_path,
     assert exc.exit_code == 1 and exc.errno == errno.ENOSPC and "\n" not in exc.message
     assert exc.message.startswith(f"no space left on device while writing {last}: it needs about 256")
     assert f"continue with `ssmbench eval --resume {tmp_path / 'run'}`" in exc.message
-    assert "last.pt keeps the last saved step" in exc.message
+    assert "the last.pt saved before is intact" in exc.message
     monkeypatch.undo()
     assert load_checkpoint(last)["state"]["step"] == 2 and load_checkpoint(previous_of(last))["state"]["step"] == 1
     assert {p.name for p in last.parent.iterdir()} == {"last.pt", "last.prev.pt"}  # no temporary left
