@@ -287,6 +287,11 @@ MUTATIONS: list[Mutation] = [
              "limit = self.next_limit or self.limit", "limit = self.limit",
              ("tests/harness/test_time_limit.py::test_a_limit_that_let_no_step_run_suggests_one_that_can",),
              "the continue line repeats a limit in which no step fitted"),
+    Mutation("resolver.py:86", "ssmbench/harness/resolver.py",
+             '{k: (T if v == "${T}" else v) for k, v in keys.items() if not _is_task_key(k)}',
+             '{k: v for k, v in keys.items() if not _is_task_key(k)}',
+             ("tests/harness/test_one_resolver.py::test_a_presets_t_placeholder_becomes_the_tasks_input_length",),
+             "${T} in a preset no longer substituted (H3)"),
     # ------------------------------------------------ issue 37: generators (induction heads, MQAR, MAD)
     # Each is killed by a plain-Python oracle of the sample's meaning or a law written out in the test, not by a
     # digest: the old power-law test took its weights from the generator's own `query_weights`.

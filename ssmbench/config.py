@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import tomllib
 import typing
 from collections.abc import Iterable, Mapping
@@ -82,7 +83,7 @@ def parse_value(raw: object, typ: object = None, name: str = "value") -> Any:
     origin = typing.get_origin(typ) or typ
     try:
         if typ is None or typ is Any:
-            return _literal(text, raw)
+            return _literal(text, raw, name)
         if origin is bool:
             low = text.lower()
             if low in ("1", "true", "yes", "on"):
@@ -98,7 +99,7 @@ def parse_value(raw: object, typ: object = None, name: str = "value") -> Any:
                 raise ValueError(text)
             return int(number) if "." in text or "e" in text.lower() else int(text)
         if origin is float:
-            return float(text)
+            return _finite(float(text), raw, name)
         if origin is str:
             return text
         if origin is typing.Literal:
@@ -110,6 +111,8 @@ def parse_value(raw: object, typ: object = None, name: str = "value") -> Any:
         if origin in (list, tuple) and not isinstance(value, list):
             raise ValueError(text)
         return value
+    except ConfigError:
+        raise
     except (ValueError, OverflowError):
         kind = getattr(origin, "__name__", str(typ))
         raise ConfigError(name, f"cannot parse {raw!r} as {kind}") from None
@@ -119,13 +122,68 @@ def _is_optional(typ: object) -> bool:
     return type(None) in typing.get_args(typ)
 
 
-def _literal(text: str, raw: str) -> Any:
+def _literal(text: str, raw: str, name: str) -> Any:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
+    if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):  # float() reads these: never kept as text
+        raise ConfigError(name, f"must be a finite number, got {raw!r}")
     try:
-        return json.loads(text)
+        value = json.loads(text)  # also NaN, Infinity, 1e400 (inf): refused below
     except ValueError:
         return raw
+    return _finite(value, raw, name) if isinstance(value, float) else value
+
+
+def _finite(value: float, raw: object, name: str) -> float:
+    """`value`, or a ConfigError when it is nan or infinite (a value no run can use, and that no config.json can
+    hold: the canonical JSON refuses it)."""
+    if not math.isfinite(value):
+        raise ConfigError(name, f"must be a finite number, got {raw!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """The declared range of a numeric key: `low <= value <= high` (`low < value` when `low_open`); either end
+    may be None (unbounded). `check` refuses a value outside it, and any nan or infinity, in one line naming the
+    key, the value and the range.
+
+    >>> Bound(1, 10 ** 9).check("train.steps", 5)
+    5
+    >>> Bound(0, 10, low_open=True).check("train.lr", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: train.lr: must be a finite number, got nan
+    >>> Bound(1, 10 ** 9).check("train.steps", 10 ** 20)
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: train.steps: must be <= 1,000,000,000, got 100,000,000,000,000,000,000
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    why: str = ""
+    """What the upper end protects (added to the message when it is exceeded)."""
+
+    def check(self, name: str, value: Any) -> Any:
+        """`value` (None passes: an unset optional key), or a ConfigError naming `name`."""
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        if isinstance(value, float):
+            _finite(value, value, name)
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            raise ConfigError(name, f"must be {'>' if self.low_open else '>='} {_num(self.low)}, got {_num(value)}")
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            raise ConfigError(name, f"must be {'<' if self.high_open else '<='} {_num(self.high)}, got {_num(value)}" +
+                              (f" ({self.why})" if self.why else ""))
+        return value
+
+
+def _num(x: float) -> str:
+    """An integer with thousands separators, a float as Python writes it."""
+    return f"{x:,}" if isinstance(x, int) else str(x)
 
 
 def apply_overrides(config: D, overrides: Mapping[str, object]) -> D:

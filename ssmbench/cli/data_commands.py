@@ -166,7 +166,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     if not quiet or dry_run:
         from ..data.build.estimate import estimate_build
 
-        est = estimate_build(task_obj, config, plan, workers)
+        est = estimate_build(task_obj, config, plan, workers, later=dry_run)  # a dry run: the build comes later
         check_interrupt()
         lines = [note] if note else []
         lines.append(f"{plan.name}: {sum(plan.sizes.values())} samples "

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -200,6 +200,37 @@ def _tensors(arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) for k, v in arrays.items()}
 
 
+class StepRanges(Sequence[tuple[int, int]]):
+    """The (a, b) step ranges of the messages of steps [start, stop), k steps each (the last one shorter): computed
+    when asked for, so a run of a billion steps holds no list of them (an eager list of a huge `train.steps`
+    filled the memory before the first step).
+
+    >>> r = StepRanges(range(0, 10, 4), 10)
+    >>> list(r), len(r), r[-1], list(r[1:])
+    ([(0, 4), (4, 8), (8, 10)], 3, (8, 10), [(4, 8), (8, 10)])
+    >>> len(StepRanges(range(0, 10 ** 18, 16), 10 ** 18))
+    62500000000000000
+    """
+
+    def __init__(self, starts: range, stop: int) -> None:
+        self.starts, self.stop = starts, stop
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> StepRanges: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | StepRanges:
+        if isinstance(i, slice):
+            return StepRanges(self.starts[i], self.stop)
+        a = self.starts[i]
+        return a, min(a + self.starts.step, self.stop)
+
+
 class TrainFeed:
     """Iterate (step, batch) for steps [start_step, stop_step), produced by `workers` background processes."""
 
@@ -218,7 +249,7 @@ class TrainFeed:
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
             task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
-        self.ranges = [(a, min(a + k, stop_step)) for a in range(start_step, stop_step, k)]
+        self.ranges = StepRanges(range(start_step, stop_step, k), stop_step)
         self.dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
         self.loader = step_loader(self.dataset, self.ranges, workers, prefetch, pin_memory)
 

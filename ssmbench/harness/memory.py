@@ -14,9 +14,11 @@ temporary buffers), so a run it lets through can still run out; a run it refuses
 The probe runs the model at full length, which for a long sequence and a large state takes as long as a training
 step (minutes at T = 65536 with N = T on a CPU), and so do the causality check and the facts probe before it. So
 `check_batch_fits` first compares a bound that needs no model run with the free memory, before the model is built:
-the samples of one step (their inputs and targets, as stored) plus, for a mixer in the harness backbone, the
-encoder's output, one d_model-wide activation per position. Both exist at once in any forward pass, so a batch
-that fails this bound cannot fit, whatever the layers add.
+the model's parameters x 4 (weights, gradients, AdamW's moments: the parameters are counted on a build on torch's
+`meta` device, which allocates nothing, so `-o model.d_model=100000`, 40 GB for one output projection, is refused
+before the real build tries to allocate it), plus the samples of one step (their inputs and targets, as stored)
+plus, for a mixer in the harness backbone, the encoder's output, one d_model-wide activation per position. All of
+these exist at once in any training step, so a run that fails this bound cannot fit, whatever the layers add.
 
 Example:
     >>> import torch
@@ -108,10 +110,27 @@ def check_fits(s: Any, x1: torch.Tensor, force: bool = False) -> dict[str, int]:
     return est
 
 
-def batch_lower_bound(config: Any, spec: Any, world_size: int = 1) -> dict[str, int]:
-    """Bytes one training step needs at the least, from shapes alone (nothing is built or run): per sample, the
-    stored inputs and targets, plus the backbone encoder's output (T x d_model, float32; 2 bytes under bf16 /
-    fp16 autocast) when the model is a mixer; times the samples per rank and step."""
+def model_bytes(config: Any, spec: Any) -> int:
+    """Bytes the model holds through training: its trainable parameters x `OPTIMIZER_COPIES`, plus frozen
+    parameters and buffers once; counted on a build on the `meta` device (nothing is allocated or run, no
+    causality check); 0 when the model cannot be built there (a plug-in that computes with its tensors in
+    `__init__`): the real build then reports whatever is wrong."""
+    from .models import build_model
+
+    try:
+        with torch.device("meta"):
+            model = build_model(config.model, spec, dict(config.model_overrides), allow_noncausal=True, check=False)
+    except Exception:  # noqa: BLE001 - the real build, next, names the problem
+        return 0
+    held = [(OPTIMIZER_COPIES if p.requires_grad else 1) * p.numel() * p.element_size() for p in model.parameters()]
+    return sum(held) + sum(b.numel() * b.element_size() for b in model.buffers())
+
+
+def batch_lower_bound(config: Any, spec: Any, world_size: int = 1, weights: int | None = None) -> dict[str, int]:
+    """Bytes one training step needs at the least, from shapes alone (nothing is run): per sample, the stored
+    inputs and targets, plus the backbone encoder's output (T x d_model, float32; 2 bytes under bf16 / fp16
+    autocast) when the model is a mixer; times the samples per rank and step; plus what the model holds
+    (`weights`, default `model_bytes`: its parameters x 4, from a build on the meta device)."""
     import numpy as np
 
     from .backbone import SequenceModel
@@ -137,8 +156,9 @@ def batch_lower_bound(config: Any, spec: Any, world_size: int = 1) -> dict[str, 
         act = 4 if config.hardware.precision == "fp32" or spec.input_kind == "tokens" else 2
         per_sample += spec.seq_len * width * act
     local_batch = max(1, config.train.batch_size // world_size)
+    weights = model_bytes(config, spec) if weights is None else weights
     return {"bytes_per_sample": per_sample, "samples_per_step": local_batch, "d_model": width,
-            "bytes": per_sample * local_batch}
+            "model_bytes": weights, "bytes": per_sample * local_batch + weights}
 
 
 def check_batch_fits(config: Any, spec: Any, device: torch.device, world_size: int = 1, force: bool = False) -> None:
@@ -153,11 +173,18 @@ def check_batch_fits(config: Any, spec: Any, device: torch.device, world_size: i
     precision, n = config.hardware.precision, bound["samples_per_step"]
     what = "its inputs and targets" + (f" and one {bound['d_model']}-wide activation per position" if
                                        bound["d_model"] else "")
-    fits = free // max(1, bound["bytes_per_sample"]) * world_size
-    tips = [f"-o train.batch_size={fits}" if fits >= 1 else "a shorter sequence",
-            "--device cuda" if device.type == "cpu" and torch.cuda.is_available() else None]
-    raise ConfigError("train.batch_size", f"this run needs at least {human_bytes(bound['bytes'])} of "
+    weights = bound["model_bytes"]
+    model = (f"; {human_bytes(weights)} for the model: its parameters x {OPTIMIZER_COPIES}, weights, gradients "
+             "and AdamW's two moments" if weights else "")
+    if weights > free:  # the model alone cannot fit: no batch size helps
+        key, tips = "model", [f"a smaller model (-o model.d_model={bound['d_model'] // 4})" if bound["d_model"]
+                              else "a smaller model"]
+    else:
+        fits = (free - weights) // max(1, bound["bytes_per_sample"]) * world_size
+        key, tips = "train.batch_size", [f"-o train.batch_size={fits}" if fits >= 1 else "a shorter sequence"]
+    tips.append("--device cuda" if device.type == "cpu" and torch.cuda.is_available() else None)
+    raise ConfigError(key, f"this run needs at least {human_bytes(bound['bytes'])} of "
                       f"{device.type} memory ({n} samples per step x {human_bytes(bound['bytes_per_sample'])}: "
-                      f"{what}, T = {spec.seq_len}, {precision}), and {human_bytes(free)} is free",
+                      f"{what}, T = {spec.seq_len}, {precision}{model}), and {human_bytes(free)} is free",
                       "try " + " or ".join(x for x in tips if x) + " (or less: the layers need more); --force "
                       "runs it anyway")

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ..api import Spec
-from ..config import parse_value
+from ..config import Bound, parse_value
 from ..errors import ConfigError, SsmbenchError
 from ..plain import did_you_mean
 from ..registry import models
@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 MIXER_RESERVED = ("self", "d_model", "l_max", "bidirectional", "dropout", "layer_idx")
 BACKBONE_KEYS = ("d_model", "n_layers", "norm", "prenorm", "out_proj", "dropout", "bidirectional", "norm_eps",
                  "pool")
+BACKBONE_BOUNDS = {"d_model": Bound(1, 2 ** 20), "n_layers": Bound(1, 10_000), "dropout": Bound(0, 1, high_open=True),
+                   "norm_eps": Bound(0, 1)}
+"""Declared ranges of the backbone's numeric keys (a model too large for the device is the memory check's)."""
 
 
 def resolve(model: str | Callable[..., Any]) -> tuple[Any, str]:
@@ -89,7 +92,7 @@ def _unknown(key: str, name: str, choices: list[str]) -> ConfigError:
 
 
 def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[str, Any] | None = None, *,
-                allow_noncausal: bool = False) -> nn.Module:
+                allow_noncausal: bool = False, check: bool = True) -> nn.Module:
     """Build the model for `spec`.
 
     Args:
@@ -99,6 +102,8 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
             Backbone keys: d_model, n_layers, norm, prenorm, out_proj, dropout, bidirectional, norm_eps, pool; every other
             key must be a parameter named by the mixer's `__init__` (or the factory's signature).
         allow_noncausal: accept a mixer declaring `causal = False` on a causal task (results are non-compliant).
+        check: run the quick causality check of a mixer (False: a build that is only counted, e.g. on the meta
+            device by the memory check, where nothing can run).
 
     Raises:
         ConfigError: unknown keys, bidirectional on a causal task, a non-causal mixer on a causal task, a mixer
@@ -107,7 +112,7 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
     obj, name = resolve(model)
     keys = {str(k).removeprefix("model."): v for k, v in (overrides or {}).items()}
     if is_mixer(obj):
-        built = _build_backbone(obj, name, spec, keys, allow_noncausal)
+        built = _build_backbone(obj, name, spec, keys, allow_noncausal, check)
     elif callable(obj):
         built = _build_factory(obj, name, spec, keys)
     else:
@@ -117,7 +122,8 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
     return built
 
 
-def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allow_noncausal: bool) -> nn.Module:
+def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allow_noncausal: bool,
+                    check: bool = True) -> nn.Module:
     params = _named_params(cls.__init__)
     own = [n for n in params if n not in MIXER_RESERVED]
     backbone_params = _named_params(SequenceModel.__init__)
@@ -126,6 +132,8 @@ def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allo
     for key, value in keys.items():
         if key in BACKBONE_KEYS:
             bb[key] = _coerce(value, backbone_params.get(key), backbone_hints, key)
+            if key in BACKBONE_BOUNDS:
+                BACKBONE_BOUNDS[key].check(f"model.{key}", bb[key])
         elif key in own:
             mixer_kw[key] = _coerce(value, params[key], hints, key)
         else:
@@ -152,7 +160,7 @@ def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allo
                                   "--allow-noncausal to run it anyway (results are marked non-compliant)")
             log.warning("model %r is not causal; its results on this causal task are non-compliant", name)
     leaked = False
-    if spec.causal and built.mixers and built.mixers[0].causal:
+    if check and spec.causal and built.mixers and built.mixers[0].causal:
         report = quick_causality_check(built.mixers[0], built.d_model, spec.seq_len, name)
         if report is not None and not report.passed:
             if not allow_noncausal:

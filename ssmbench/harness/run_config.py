@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import config_sha256, parse_value
+from ..config import Bound, config_sha256, parse_value
 from ..errors import ConfigError
 from ..plain import did_you_mean
 
@@ -206,6 +206,7 @@ class RunConfig:
 
         t, e = self.train, self.eval
         self._check_bounds(ONE_KEY_CHECKS)
+        SEED.check("seed", self.seed)
         from .data_folders import check_metric_batches
 
         check_metric_batches(e.metric_batch_size, {s: (n, f"eval.{s}_samples = {n}") for s, n in
@@ -230,20 +231,13 @@ class RunConfig:
         return self
 
     def _check_bounds(self, keys: Collection[str]) -> None:
-        """The checks of `validate` that look at one key each (`LOWER_BOUNDS`, the learning rate, gradient clipping,
-        precision), for `keys` only."""
-        t = self.train
+        """The checks of `validate` that look at one key each (the declared `BOUNDS`, precision), for `keys`
+        only."""
         for name in keys:
-            low = LOWER_BOUNDS.get(name)
-            if low is not None:
+            bound = BOUNDS.get(name)
+            if bound is not None:
                 section, _, key = name.partition(".")
-                value = getattr(getattr(self, section), key)
-                if value is not None and value < low:
-                    raise ConfigError(name, f"must be >= {low}, got {value}")
-        if "train.lr" in keys and t.lr <= 0:
-            raise ConfigError("train.lr", f"must be > 0, got {t.lr}")
-        if "train.grad_clip" in keys and t.grad_clip is not None and t.grad_clip <= 0:
-            raise ConfigError("train.grad_clip", f"must be > 0 (or none), got {t.grad_clip}")
+                bound.check(name, getattr(getattr(self, section), key))
         if "hardware.precision" in keys and self.hardware.precision not in ("fp32", "bf16", "fp16"):
             raise ConfigError("hardware.precision", f"must be fp32, bf16 or fp16, got {self.hardware.precision!r}")
 
@@ -282,12 +276,33 @@ class RunConfig:
         return config_sha256({"task": self.task, "config": dict(self.task_config), "seed": self.data.seed})
 
 
-LOWER_BOUNDS = {"train.steps": 1, "train.batch_size": 1, "train.eval_every": 1, "train.log_every": 1,
-                "eval.batch_size": 1, "eval.metric_batch_size": 1, "eval.val_samples": 1, "eval.test_samples": 0,
-                "data.workers": 0, "data.prefetch": 1, "data.train_samples": 1, "hardware.threads": 1}
-"""Least value of each integer key (`validate`); hardware.threads may also be None (the rule decides)."""
+MAX_STEPS = 10 ** 9
+"""Most optimiser steps (and the longest interval, warm-up or schedule) a run may ask for: a billion, far beyond
+any paper's protocol (at most a few hundred thousand), and far below what Python's integers would accept."""
+MAX_BATCH = 2 ** 24
+"""Largest batch size or sample count of one key; the memory check refuses what does not fit long before this."""
 
-ONE_KEY_CHECKS = (*LOWER_BOUNDS, "train.lr", "train.grad_clip", "hardware.precision")
+_STEPS = Bound(1, MAX_STEPS, why="a billion steps, more than any protocol trains")
+_BATCH = Bound(1, MAX_BATCH)
+BOUNDS: dict[str, Bound] = {
+    "train.steps": _STEPS, "train.batch_size": _BATCH, "train.eval_every": _STEPS, "train.log_every": _STEPS,
+    "train.checkpoint_every": _STEPS, "train.schedule_steps": _STEPS, "train.warmup_steps": Bound(0, MAX_STEPS),
+    "train.lr": Bound(0, 10, low_open=True), "train.lr_ssm": Bound(0, 10, low_open=True),
+    "train.weight_decay": Bound(0, 100), "train.beta1": Bound(0, 1, high_open=True),
+    "train.beta2": Bound(0, 1, high_open=True),
+    "train.eps": Bound(0, 1, low_open=True), "train.grad_clip": Bound(0, 1e9, low_open=True),
+    "eval.batch_size": _BATCH, "eval.metric_batch_size": _BATCH, "eval.val_samples": Bound(1, MAX_BATCH),
+    "eval.test_samples": Bound(0, MAX_BATCH), "data.workers": Bound(0, 1024), "data.prefetch": Bound(1, 1024),
+    "data.train_samples": Bound(1, 2 ** 62), "data.seed": Bound(0, 2 ** 63 - 1),
+    "hardware.threads": Bound(1, 2 ** 16)}
+"""The declared range of every numeric key of the train, eval, data and hardware sections (`validate`, and
+`check_keys` where `-o` is parsed); an optional key may also be None. Float keys are also finite
+(`config.parse_value` refuses nan and infinity as it parses). The run's own seed is bounded as data.seed is
+(`SEED`)."""
+
+SEED = Bound(0, 2 ** 63 - 1)
+
+ONE_KEY_CHECKS = (*BOUNDS, "hardware.precision")
 
 
 def check_keys(keys: Mapping[str, Any]) -> None:

@@ -57,3 +57,12 @@ def test_rebase_keeps_only_what_the_user_changed():
     pf = to_plain(resolve("pathfinder", {"size": 128})[0])
     moved = rebase("pathfinder", pf, {"size": 200})
     assert moved == resolve("pathfinder", {"size": 200})[0] != from_plain("pathfinder", {**pf, "size": 200})
+
+
+@pytest.mark.parametrize("task, length, T", [("cumsum", 64, 64), ("cumsum", 256, 256), ("select", 64, 128)])
+def test_a_presets_t_placeholder_becomes_the_tasks_input_length(task, length, T):
+    """`"model.d_state" = "${T}"` in the quick preset's DLR row is the task's input length T (the spec's seq_len,
+    not L: masked select's input is 2 L long), resolved before the model builder sees it; a user's value wins."""
+    cfg = RunConfig.resolve("dlr", task, length=length)
+    assert cfg.spec().seq_len == T and cfg.model_overrides["d_state"] == T
+    assert RunConfig.resolve("dlr", task, length=length, overrides={"model.d_state": "8"}).model_overrides["d_state"] == 8
