@@ -183,16 +183,18 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
 
 
 def load_kernels(task: Any, config: Any, keys: np.ndarray) -> tuple[float, bool]:
-    """(CPU seconds, whether Numba compiled) of the task's first `generate` call in this process: its kernels are
-    compiled there when Numba's cache is cold, else loaded from it (or already in memory)."""
+    """(CPU seconds, whether Numba compiled) of the task's first `generate` and `statistics` calls in this
+    process: every kernel a build calls is compiled there when Numba's cache is cold, else loaded from it (or
+    already in memory). `statistics` too: Pathfinder's `value_counts` was otherwise compiled by the build that
+    followed a dry run, uncounted."""
     c0 = _cpu()
     try:
         from numba.core import event
     except ImportError:  # pragma: no cover - numba is a dependency
-        task.generate(config, keys)
+        task.statistics(config, task.generate(config, keys))
         return _cpu() - c0, False
     with event.install_recorder("numba:compile") as recorder:
-        task.generate(config, keys)
+        task.statistics(config, task.generate(config, keys))
     return _cpu() - c0, bool(recorder.buffer)
 
 

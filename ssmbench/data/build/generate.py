@@ -270,8 +270,8 @@ def generate_dataset(task: str, config: Any, out: str | Path | None = None, n: i
             sweep(path)
             raise BuildInterrupted(f"interrupted: {shards_present(path, plan)}/{len(plan.shards)} shards done; "
                                    "re-run the same command to continue") from None
-        except (DiskFullError, OSError) as exc:
-            code = exc.errno if isinstance(exc, DiskFullError) else disk_errno(exc)
+        except (DiskFullError, OSError, RuntimeError) as exc:  # h5py's RuntimeError: a write HDF5 could not finish
+            code = exc.errno if isinstance(exc, DiskFullError) else disk_errno(exc, path)
             if code is None:  # another OS error, or the free-space check before starting (it says it all)
                 raise
             sweep(path)

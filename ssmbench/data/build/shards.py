@@ -270,8 +270,8 @@ def write_shard(root: Path, shard: ShardSpec, fields: Mapping[str, Field], make_
         np.save(rows, hashes)
         atomic_write_bytes(root / shard.rowhashes, rows.getvalue())
         atomic_write_json(root / shard.sidecar, record)
-    except OSError as exc:
-        code = disk_errno(exc)
+    except (OSError, RuntimeError) as exc:  # h5py raises either, with or without the OS errno in the message
+        code = disk_errno(exc, root)
         if code is None:
             raise
         from .space import DISK_ERRNOS, DiskFullError
@@ -303,7 +303,7 @@ def _hdf5_file(tmp: Path) -> Iterator[tuple[Any, list[Any]]]:
     try:
         yield h5, keep
     except BaseException as exc:
-        _close(h5, tmp, keep, disk_errno(exc) is not None)
+        _close(h5, tmp, keep, disk_errno(exc, tmp.parent) is not None)
         raise
     _close(h5, tmp, keep, False, reraise=True)
 
@@ -324,7 +324,7 @@ def _close(h5: Any, tmp: Path, keep: list[Any], disk_full: bool, reraise: bool =
     except Exception as exc:  # h5py raises OSError or RuntimeError, with the OS errno in the message
         first = exc
     poison_hdf5(*keep)
-    if disk_errno(first) is not None:
+    if disk_errno(first, tmp.parent) is not None:
         _truncate(tmp)
     try:
         h5.close()

@@ -53,16 +53,33 @@ class DiskFullError(SsmbenchError):
         return (type(self), (self.message, self.errno))
 
 
-def disk_errno(exc: BaseException) -> int | None:
+NEARLY_FULL = 16 << 20
+"""Free bytes under which an error without an errno, raised while writing, is taken for a full disk."""
+
+
+def disk_errno(exc: BaseException, folder: Path | None = None) -> int | None:
     """The errno of `exc` if it is a disk-space or read-only error (also when h5py embeds it in the message of
-    an OSError or a RuntimeError)."""
+    an OSError or a RuntimeError). With `folder` (where the failed write went), an OSError or RuntimeError that
+    names no errno at all counts as ENOSPC when that folder's file system has less than NEARLY_FULL bytes free:
+    HDF5 reports some failed writes on a full disk only as "internal error" (issue 37).
+
+    >>> disk_errno(RuntimeError("Can't write data (internal error)"), Path("/")) is None  # room enough here
+    True
+    """
     if not isinstance(exc, (OSError, RuntimeError)):
         return None
     if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
         return exc.errno
     match = _EMBEDDED.search(str(exc))
     code = int(match.group(1)) if match else None
-    return code if code in DISK_ERRNOS else None
+    if code in DISK_ERRNOS:
+        return code
+    if folder is not None and code is None and (not isinstance(exc, OSError) or exc.errno is None):
+        try:
+            return errno.ENOSPC if free_bytes(folder) < NEARLY_FULL else None
+        except OSError:
+            return None
+    return None
 
 
 def free_bytes(path: Path) -> int:
