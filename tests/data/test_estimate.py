@@ -57,8 +57,8 @@ def test_a_cold_numba_cache_adds_its_measured_compile_once_and_a_quiet_build_kee
     monkeypatch.setattr(estimate, "_cpu", lambda: time.process_time() + offset[0])
     real = estimate.load_kernels
 
-    def cold(task, config, keys):
-        seconds, _ = real(task, config, keys)
+    def cold(task, config, keys, say=None):
+        seconds, _ = real(task, config, keys, say)
         offset[0] += 50.0  # the clock moves as a 50 s compile would
         return seconds + 50.0, True
 
@@ -105,8 +105,8 @@ def test_a_dry_run_that_compiles_estimates_the_build_after_it_which_only_loads_t
     monkeypatch.setattr(estimate, "_cpu", lambda: __import__("time").process_time() + offset[0])
     real = estimate.load_kernels
 
-    def cold(task, config, keys):
-        seconds, _ = real(task, config, keys)
+    def cold(task, config, keys, say=None):
+        seconds, _ = real(task, config, keys, say)
         offset[0] += 50.0
         return seconds + 50.0, True
 
@@ -119,3 +119,50 @@ def test_a_dry_run_that_compiles_estimates_the_build_after_it_which_only_loads_t
     assert abs(dry["load_seconds"] - warm["load_seconds"]) <= 1e-3
     assert "cached them for the build" in dry["time_human"] and "of it compiling" not in dry["time_human"]
     assert 45 < build["seconds"] - dry["seconds"] < 55 and "of it compiling" in build["time_human"]
+
+
+def _compiling(monkeypatch, task):
+    """Make the task's generate start one Numba compile event per call, as a cold cache does."""
+    from numba.core import event
+
+    real = type(task).generate
+
+    def generate(self, config, keys):
+        event.start_event("numba:compile", data={"dispatcher": None, "args": None, "return_type": None})
+        try:
+            return real(self, config, keys)
+        finally:
+            event.end_event("numba:compile", data={"dispatcher": None, "args": None, "return_type": None})
+
+    monkeypatch.setattr(type(task), "generate", generate)
+
+
+def test_a_compiling_probe_says_so_once_and_a_warm_one_says_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 37: a first Pathfinder build sat silent for about 85 s of compiling. The estimate's probe now says
+    'compiling the TASK kernels (first run only...)' on stderr when a compile starts, once; a quiet caller
+    (`say=None`, the space checks a --quiet build runs too) and a warm cache say nothing."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    task = get_task("cumsum")
+    config = task.Config(L=64)
+    plan = plan_build("cumsum", config, n=200, samples_per_shard=100)
+    estimate_build(task, config, plan, workers=1)
+    assert "compiling" not in capsys.readouterr().err  # kernels in memory: nothing compiles
+    _compiling(monkeypatch, task)
+    estimate_build(task, config, plan, workers=1, say=None)
+    assert capsys.readouterr().err == ""
+    estimate_build(task, config, plan, workers=1)
+    err = capsys.readouterr().err
+    assert err.count("compiling the cumsum kernels (first run only") == 1, err
+
+
+def test_the_build_says_compiling_on_its_progress_bar(tmp_path, monkeypatch, capsys):
+    """The build's own compile step (before its first shard, at 0 %) names itself on the progress bar."""
+    from ssmbench.data.build.generate import generate_dataset
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    task = get_task("shift")
+    _compiling(monkeypatch, task)
+    _, config = task, task.Config(L=64)
+    generate_dataset("shift", config, out=tmp_path, n=40, samples_per_shard=20, quiet=False)
+    err = capsys.readouterr().err
+    assert "generate shift-64" in err and "compiling the shift kernels (first run only" in err, err

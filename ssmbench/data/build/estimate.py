@@ -43,6 +43,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +97,19 @@ def _chunk_bytes(path: Path) -> int:
     return sum(sizes)
 
 
+def say_on_stderr(message: str) -> None:
+    """One line on stderr (a build's notices; the progress bar, when there is one, says it instead)."""
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
 def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int | None = None,
-                   later: bool = False) -> dict[str, Any]:
+                   later: bool = False, say: Callable[[str], None] | None = say_on_stderr) -> dict[str, Any]:
     """Disk bytes (final folder, and peak while building) and seconds of the plan, from a written probe; `later`:
     of a build that runs afterwards in another process (a dry run's), which finds the kernels this probe compiled
-    in Numba's cache.
+    in Numba's cache. `say` is told when the probe starts compiling kernels (default: a line on stderr; None:
+    silent, for the checks a --quiet build runs too).
 
     Returns `disk_bytes`, `peak_bytes`, `seconds` (`probe_seconds` of it are this probe, which a --quiet build
     skips), their human forms, `raw_bytes` (uncompressed samples),
@@ -109,7 +119,7 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
     startup = _cpu()  # CPU this process spent before: interpreter and imports (each worker repeats it)
     k = probe or int(np.clip(PROBE_BYTES // (2 * max(spec.bytes_per_sample(), 1)), 8, 64))
     keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 2 * k, task.stream_exempt)
-    load, compiled = load_kernels(task, config, keys[:1])  # compile / load the kernels outside the timing
+    load, compiled = load_kernels(task, config, keys[:1], say)  # compile / load the kernels outside the timing
     compile_s = load if compiled else 0.0
     record_compile_seconds(task, load, "compile" if compiled else "load")
     warm_load = recorded_compile_seconds(task, "load") if compiled else load
@@ -182,20 +192,57 @@ def estimate_build(task: Any, config: Any, plan: Any, workers: int, probe: int |
             "warm", "compile_seconds_cold": cold}
 
 
-def load_kernels(task: Any, config: Any, keys: np.ndarray) -> tuple[float, bool]:
+def load_kernels(task: Any, config: Any, keys: np.ndarray,
+                 say: Callable[[str], None] | None = None) -> tuple[float, bool]:
     """(CPU seconds, whether Numba compiled) of the task's first `generate` and `statistics` calls in this
     process: every kernel a build calls is compiled there when Numba's cache is cold, else loaded from it (or
     already in memory). `statistics` too: Pathfinder's `value_counts` was otherwise compiled by the build that
-    followed a dry run, uncounted."""
+    followed a dry run, uncounted. `say` gets `compiling_notice` once if a compile starts."""
     c0 = _cpu()
     try:
         from numba.core import event
     except ImportError:  # pragma: no cover - numba is a dependency
         task.statistics(config, task.generate(config, keys))
         return _cpu() - c0, False
-    with event.install_recorder("numba:compile") as recorder:
+    with event.install_recorder("numba:compile") as recorder, announce_compiles(task, say):
         task.statistics(config, task.generate(config, keys))
     return _cpu() - c0, bool(recorder.buffer)
+
+
+def compiling_notice(task: Any) -> str:
+    """What a build says while Numba compiles the task's kernels (otherwise a silent minute for Pathfinder).
+
+    >>> from ssmbench.registry import get_task
+    >>> compiling_notice(get_task("cumsum")).startswith("compiling the cumsum kernels (first run only")
+    True
+    """
+    took = recorded_compile_seconds(task)
+    about = f", about {human_seconds(took)}" if took else ""
+    return f"compiling the {task.name} kernels (first run only{about})..."
+
+
+@contextmanager
+def announce_compiles(task: Any, say: Callable[[str], None] | None) -> Iterator[None]:
+    """Within the block, call `say(compiling_notice(task))` once, when Numba starts compiling (nothing on a warm
+    cache, nothing when `say` is None)."""
+    if say is None:
+        yield
+        return
+    from numba.core import event
+
+    said = []
+
+    class Notice(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            if not said:
+                said.append(True)
+                say(compiling_notice(task))
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    with event.install_listener("numba:compile", Notice()):
+        yield
 
 
 def compile_record_file() -> Path:

@@ -392,10 +392,6 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
 
     if not todo:
         return 0
-    if not svml_in_use():  # compile here once (filling Numba's cache for the workers), never with SVML on
-        task, config = _config_of(plan)
-        task.generate(config, keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1,
-                                       task.stream_exempt))
     desc = "candidates" if todo[0].split == "candidates" else f"generate {plan.name}"
     bar = tqdm(total=sum(s.stop - s.start for s in todo), unit="sample", desc=desc, disable=quiet,
                file=sys.stderr, dynamic_ncols=True)
@@ -410,6 +406,13 @@ def _run_jobs(path: Path, plan: BuildPlan, todo: list[ShardSpec], workers: int, 
 
     jobs = [{"root": str(path), "plan": plan, "shard": s, "survivors": _rows_of(survivors, s)} for s in todo]
     try:
+        if not svml_in_use():  # compile here once (filling Numba's cache for the workers), never with SVML on
+            from .estimate import load_kernels
+
+            task, config = _config_of(plan)
+            keys = keys_for(plan.task, plan.version, plan.config, plan.seed, "train", 0, 1, task.stream_exempt)
+            load_kernels(task, config, keys, bar.set_postfix_str)  # a cold cache: "compiling ..." on the bar
+            bar.set_postfix_str("")
         run_jobs(run_shard, jobs, workers, on_done, bar.update)
     finally:
         bar.close()

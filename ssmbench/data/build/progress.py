@@ -75,7 +75,7 @@ def check_space(folder: Path, plan: Any, task: Any, config: Any, workers: int, e
     if "peak_bytes" not in estimates:
         from .estimate import estimate_build
 
-        estimates.update(estimate_build(task, config, plan, workers))
+        estimates.update(estimate_build(task, config, plan, workers, say=None))
     check_free_space(folder, int(estimates["peak_bytes"] * remaining(folder, plan)))
 
 
@@ -104,7 +104,7 @@ def check_fits_before_planning(folder: Path, task: Any, config: Any, total: int,
     from .estimate import estimate_build
 
     probe = plan_build(task.name, config, n=PROBE_N, seed=seed, codec=codec)
-    per_sample = float(estimate_build(task, config, probe, workers=1)["per_sample_bytes"])
+    per_sample = float(estimate_build(task, config, probe, workers=1, say=None)["per_sample_bytes"])
     done = sum(f.stat().st_size for f in folder.glob("*/shard-*.h5")) if folder.is_dir() else 0
     check_free_space(folder, int(per_sample * total * factor) - done)  # the message of a planned build's check
 
