@@ -40,24 +40,34 @@ def runs_here(workers: int) -> bool:
     return workers <= 1 and not svml_in_use()
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What stops a build cleanly: Ctrl-C, and SIGTERM (`kill`, a job scheduler's time limit, `timeout`)."""
+
+
 class BuildInterrupted(SsmbenchError):
-    """Ctrl-C stopped a build; the message says how far it got and that the same command continues it."""
+    """Ctrl-C or SIGTERM stopped a build; the message says how far it got and that the same command continues it.
+    Exit status 128 + the signal's number: 130 for Ctrl-C, 143 for SIGTERM."""
 
     exit_code = 130
 
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.exit_code = interrupt_status()
+
 
 class _Interrupts:
-    """SIGINT handling during a build (only in the main thread; elsewhere Python's default stays)."""
+    """SIGINT and SIGTERM handling during a build (only in the main thread; elsewhere the defaults stay)."""
 
     def __init__(self) -> None:
         self.depth = 0
         self.requested = False
-        self.previous: Any = None
+        self.signum = signal.SIGINT
+        self.previous: dict[int, Any] = {}
 
     def handler(self, signum: int, frame: Any) -> None:
-        if self.requested:  # a second Ctrl-C: stop now
+        if self.requested:  # a second Ctrl-C (or SIGTERM): stop now
             raise KeyboardInterrupt
-        self.requested = True
+        self.requested, self.signum = True, signum
 
     def check(self) -> None:
         if self.requested:
@@ -69,20 +79,28 @@ _INTERRUPTS = _Interrupts()
 
 @contextmanager
 def interrupts() -> Iterator[None]:
-    """Defer SIGINT to `check_interrupt()` points for the duration (re-entrant; restores the previous handler)."""
+    """Defer SIGINT and SIGTERM to `check_interrupt()` points for the duration (re-entrant; restores the previous
+    handlers): either stops the build with the same "interrupted: k/n shards done" line (SIGTERM exited 143 with
+    none, issue 37)."""
     state = _INTERRUPTS
     install = state.depth == 0 and threading.current_thread() is threading.main_thread()
     if install:
-        state.requested = False
-        state.previous = signal.signal(signal.SIGINT, state.handler)
+        state.requested, state.signum = False, signal.SIGINT
+        state.previous = {sig: signal.signal(sig, state.handler) for sig in SIGNALS}
     state.depth += 1
     try:
         yield
     finally:
         state.depth -= 1
         if install:
-            signal.signal(signal.SIGINT, state.previous)
+            for sig, previous in state.previous.items():
+                signal.signal(sig, previous)
             state.requested = False
+
+
+def interrupt_status() -> int:
+    """The exit status of a build stopped by the signal `interrupts()` last received: 128 + its number."""
+    return 128 + int(_INTERRUPTS.signum)
 
 
 def check_interrupt() -> None:
@@ -149,10 +167,12 @@ def _terminate(pool: Any) -> None:
 
 
 def _init_worker(threads: int, parent: int) -> None:
-    """Worker set-up: ignore Ctrl-C (the parent decides), die with the parent, no SVML, Numba's thread count."""
+    """Worker set-up: ignore Ctrl-C and SIGTERM (the parent decides, also when a whole process group is signalled),
+    die with the parent, no SVML, Numba's thread count."""
     import multiprocessing
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     _exit_with(parent)
     disable_svml()
     # A worker starts no processes. Under a fork start method, Numba's threading layer makes a named semaphore
