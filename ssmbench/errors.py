@@ -40,6 +40,9 @@ class UnknownNameError(SsmbenchError, KeyError):
         msg = f"unknown {kind} {name!r}"
         if close:
             msg += "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+        elif "." in name and ":" not in name:  # a dotted path: plug-ins are named module:Object
+            module, _, obj = name.rpartition(".")
+            msg += f"; a plug-in is named module:Object, e.g. '{module}:{obj}'"
         super().__init__(msg, f"run `ssmbench ls {kind}s` to list them")
         self.name = name
 

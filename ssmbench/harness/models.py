@@ -107,7 +107,8 @@ def build_model(model: str | Callable[..., Any], spec: Spec, overrides: Mapping[
 
     Raises:
         ConfigError: unknown keys, bidirectional on a causal task, a non-causal mixer on a causal task, a mixer
-            that cannot be bidirectional, or a value the model rejects. SsmbenchError: a malformed plug-in.
+            that cannot be bidirectional, a value the model rejects, or a mixer that declares no `causal`.
+            SsmbenchError: a factory that returns no nn.Module.
     """
     obj, name = resolve(model)
     keys = {str(k).removeprefix("model."): v for k, v in (overrides or {}).items()}
@@ -153,7 +154,10 @@ def _build_backbone(cls: type, name: str, spec: Spec, keys: dict[str, Any], allo
     for mixer in built.mixers:
         flag = getattr(mixer, "causal", None)
         if not isinstance(flag, bool):
-            raise SsmbenchError(f"model {name!r}: a mixer must declare `causal: bool` (got {flag!r})")
+            got = "none" if flag is None else repr(flag)
+            raise ConfigError("--model", f"{name!r} breaks the mixer contract: it must declare `causal = True` (its "
+                              f"output at t reads inputs up to t only) or `causal = False` (got {got})",
+                              "see docs/models.md, Plugging in your own model: A mixer")
         if spec.causal and not flag:
             if not allow_noncausal:
                 raise ConfigError("model", f"{name!r} declares causal = False and this task is causal; pass "
