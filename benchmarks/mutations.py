@@ -270,6 +270,16 @@ MUTATIONS: list[Mutation] = [
              ("tests/harness/test_run_recovery.py::"
               "test_a_torn_last_log_line_is_left_out_and_a_full_disk_while_logging_is_one_line",),
              "a full disk while logging is a traceback"),
+    Mutation("trainer.py:+spent", "ssmbench/harness/trainer.py",
+             "if D.any_rank(not budget.fits(step), env.device):", "if False:",
+             ("tests/harness/test_time_limit.py::"
+              "test_a_limit_spent_before_training_stops_before_the_optimiser_and_keeps_the_folder",),
+             "a spent time limit stops only after the optimiser and the validation set"),
+    Mutation("evaluation.py:+kept", "ssmbench/harness/evaluation.py",
+             "fresh and env.is_main and not isinstance(exc, TL.TimeLimitReached)", "fresh and env.is_main",
+             ("tests/harness/test_time_limit.py::"
+              "test_a_limit_spent_before_training_stops_before_the_optimiser_and_keeps_the_folder",),
+             "a run stopped by its limit before any step loses the folder its --resume line names"),
     Mutation("checkpoints.py:+prev", "ssmbench/harness/checkpoints.py",
              "if keep_previous and path.exists():", "if False:",
              ("tests/harness/test_run_recovery.py::test_the_previous_last_checkpoint_is_kept_and_used_when_last_is_damaged",),

@@ -13,6 +13,9 @@ writes `checkpoints/last.pt` (atomically, as always) and raises `TimeLimitReache
   largest evaluation (+ `best.pt`) and checkpoint times; before anything is measured, a prior from the validation
   size and the checkpoint's bytes. Every decision also keeps `slack` seconds in hand: 2 % of the limit, at least
   5 s and at most 30 s.
+* A limit that let the process train no step (spent by the start-up: imports, model, data) stops before the
+  optimiser and the data are built, and the command it prints to continue gives a limit that can make progress
+  (`progress_limit`: twice the start-up and the step's need, in minutes) instead of repeating one that never would.
 * The limit is a setting of the command, not of the run: it is never stored in config.json or a checkpoint, so it
   never changes the run's digest, and `--resume` may give another one (or none).
 

@@ -15,7 +15,7 @@ end the current step or evaluation, save `last.pt` and raise `TrainingInterrupte
 stops the run with the last good checkpoint kept. With a time limit (`--time-limit`, `time_limit.Deadline`), the
 loop stops at the step boundary where the next step, the evaluation / checkpoint it is due to run (after the last
 step: the final scoring) and a checkpoint would no longer fit, saves `last.pt` and raises `TimeLimitReached`
-(exit 75).
+(exit 75); a limit already spent when training would start stops before the optimiser and the data are built.
 """
 
 from __future__ import annotations

@@ -252,6 +252,23 @@ def test_a_limit_reached_after_the_last_step_leaves_only_the_final_scoring(tmp_p
     assert done.metrics["steps"] == 40 and (tmp_path / "cut" / "metrics.json").exists()
 
 
+def test_a_limit_spent_before_training_stops_before_the_optimiser_and_keeps_the_folder(tmp_path, monkeypatch):
+    """Issue 37 (`--time-limit 1s` took 8.4 s to stop): a deadline already spent when training would start stops
+    before the optimiser (whose first use imports torch._dynamo: seconds), the validation set and the data workers,
+    saving nothing new; the folder stays (config.json, no last.pt) for the --resume the line prints."""
+    def no_optimiser(*args, **kwargs):
+        raise AssertionError("the optimiser was built")
+
+    spent = Deadline(1, start=0.0, clock=lambda: 10.0)
+    monkeypatch.setattr(torch.optim, "AdamW", no_optimiser)
+    with pytest.raises(TimeLimitReached) as caught:
+        run(tmp_path, "cut", time_limit=spent)
+    exc, cut = caught.value, tmp_path / "cut"
+    assert exc.step == 0 and exc.next_limit is not None and exc.next_limit >= 60
+    assert (cut / "config.json").exists() and not (cut / "checkpoints" / "last.pt").exists()
+    assert "no step is saved yet" in exc.message
+
+
 # ------------------------------------------------------------------------------------------------- suites, in-process
 
 def test_a_suite_stops_inside_a_task_and_the_same_call_continues_it(tmp_path):
