@@ -199,13 +199,14 @@ MUTATIONS: list[Mutation] = [
              "a manifest name with / or a leading . accepted"),
     # ------------------------------------------------ issue 37: runs (run_folder, time_limit, run_request, resolver)
     # Killed by tests/harness/test_run_recovery.py, test_time_limit.py, test_run_request.py (H2). Keys: lines at
-    # 05f0d96 (weights_only was in run_folder.py then; checkpoints.py since); "+" keys guard issue 37's new code.
+    # 05f0d96 (the lock and weights_only were in run_folder.py then; folder_lock.py and checkpoints.py since); "+"
+    # keys guard issue 37's new code.
     Mutation("run_folder.py:97", "ssmbench/harness/run_folder.py",
              'keep = [r for r in self.read_log() if r.get("step", 0) <= step]',
              'keep = [r for r in self.read_log() if r.get("step", 0) < step]',
              ("tests/harness/test_run_recovery.py::test_truncate_log_keeps_the_checkpoint_steps_own_lines",),
              "truncate_log drops the checkpoint step's own lines"),
-    Mutation("run_folder.py:176", "ssmbench/harness/run_folder.py",
+    Mutation("run_folder.py:176", "ssmbench/harness/folder_lock.py",
              "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)", "pass",
              ("tests/harness/test_run_recovery.py::test_a_held_flock_is_refused_even_when_the_file_names_no_live_process",),
              "the flock never taken (only the recorded pid refuses)"),
@@ -244,15 +245,15 @@ MUTATIONS: list[Mutation] = [
              "while path.exists():", "while False:",
              ("tests/harness/test_run_recovery.py::test_default_run_dirs_started_in_the_same_second_are_kept_apart",),
              "default_run_dir without its suffix"),
-    Mutation("run_folder.py:+fork", "ssmbench/harness/run_folder.py",
+    Mutation("run_folder.py:+fork", "ssmbench/harness/folder_lock.py",
              "os.register_at_fork(after_in_child=_forget_locks_in_child)", "pass",
              ("tests/harness/test_run_recovery.py::test_forked_children_do_not_keep_the_run_lock",),
              "forked data workers keep the run lock"),
-    Mutation("run_folder.py:+zombie", "ssmbench/harness/run_folder.py",
+    Mutation("run_folder.py:+zombie", "ssmbench/harness/folder_lock.py",
              'in ("Z", "X"):', "in ():",
              ("tests/harness/test_run_recovery.py::test_a_killed_holder_not_yet_reaped_no_longer_runs",),
              "a zombie holder counts as running"),
-    Mutation("run_folder.py:+tmp", "ssmbench/harness/run_folder.py",
+    Mutation("run_folder.py:+tmp", "ssmbench/harness/folder_lock.py",
              "RunFolder(folder).remove_temporaries()", "pass",
              ("tests/harness/test_run_recovery.py::test_taking_the_lock_removes_a_killed_writers_temporaries",),
              "a killed writer's temporaries stay"),
