@@ -53,7 +53,7 @@ def _fake_disk(monkeypatch, free: int, per_sample: float | None) -> list:
 
     probes: list = []
 
-    def probe(task, config, plan, workers=1, probe=None):
+    def probe(task, config, plan, workers=1, probe=None, **options):  # options: later, say
         assert per_sample is not None, "the probe ran although the raw size fits"
         probes.append(sum(plan.sizes.values()))
         return {"per_sample_bytes": per_sample}

@@ -114,10 +114,10 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
                      overwrite: bool, quiet: bool, as_json: bool) -> None:
     """Build (or resume) a dataset folder of HDF5 shards with a manifest and a data card.
 
-    Ctrl-C stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
+    Ctrl-C or SIGTERM stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.build.jobs import BuildInterrupted, interrupt_status, interrupts
+    from ..data.build.jobs import BuildInterrupted, interrupts
     from ..data.build.space import DiskFullError, exit_now
 
     with interrupts():
@@ -129,7 +129,7 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
             exit_now(exc.exit_code)
         except KeyboardInterrupt:  # outside the build itself (planning, the estimate)
             click.echo("interrupted; re-run the same command to continue", err=True)
-            exit_now(interrupt_status())  # 130 for Ctrl-C, 143 for SIGTERM
+            exit_now(130)
         except DiskFullError as exc:
             click.echo(f"error: {exc.message}", err=True)
             exit_now(exc.exit_code)

@@ -31,6 +31,7 @@ from .ownership import LOCKS, hold, lock_path, remove_shard_temporaries, sweep_t
 from .progress import check_fits_before_planning, check_space, finalized, shards_present, space_needed, sweep
 from .provenance import environment
 from .shards import (
+    MAX_SAMPLES,
     ShardSpec,
     auto_samples_per_shard,
     block_rows,
@@ -180,8 +181,10 @@ def plan_build(task_name: str, config: Any, n: int | None = None, split: Mapping
                seed: int = 0, samples_per_shard: int | None = None, codec: str | None = None) -> BuildPlan:
     task = get_task(task_name)
     sizes = split_sizes(n if n is not None else task.default_n, split or task.default_split)
+    MAX_SAMPLES.check("--n", sum(sizes.values()))
     spec = task.spec(config)
-    spp = samples_per_shard or task.samples_per_shard or auto_samples_per_shard(spec, sizes["train"])
+    spp = samples_per_shard if samples_per_shard is not None else \
+        task.samples_per_shard or auto_samples_per_shard(spec, sizes["train"])  # 0 is refused, not automatic
     if spp < 1:
         from ...errors import ConfigError
 

@@ -46,13 +46,9 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class BuildInterrupted(SsmbenchError):
     """Ctrl-C or SIGTERM stopped a build; the message says how far it got and that the same command continues it.
-    Exit status 128 + the signal's number: 130 for Ctrl-C, 143 for SIGTERM."""
+    Exit status 130 for either, as `ssmbench get` (whose rebuild this may be) ends on both."""
 
     exit_code = 130
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message, hint)
-        self.exit_code = interrupt_status()
 
 
 class _Interrupts:
@@ -61,13 +57,12 @@ class _Interrupts:
     def __init__(self) -> None:
         self.depth = 0
         self.requested = False
-        self.signum = signal.SIGINT
         self.previous: dict[int, Any] = {}
 
     def handler(self, signum: int, frame: Any) -> None:
         if self.requested:  # a second Ctrl-C (or SIGTERM): stop now
             raise KeyboardInterrupt
-        self.requested, self.signum = True, signum
+        self.requested = True
 
     def check(self) -> None:
         if self.requested:
@@ -85,7 +80,7 @@ def interrupts() -> Iterator[None]:
     state = _INTERRUPTS
     install = state.depth == 0 and threading.current_thread() is threading.main_thread()
     if install:
-        state.requested, state.signum = False, signal.SIGINT
+        state.requested = False
         state.previous = {sig: signal.signal(sig, state.handler) for sig in SIGNALS}
     state.depth += 1
     try:
@@ -97,10 +92,6 @@ def interrupts() -> Iterator[None]:
                 signal.signal(sig, previous)
             state.requested = False
 
-
-def interrupt_status() -> int:
-    """The exit status of a build stopped by the signal `interrupts()` last received: 128 + its number."""
-    return 128 + int(_INTERRUPTS.signum)
 
 
 def check_interrupt() -> None:

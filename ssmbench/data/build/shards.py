@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...api import Field, Spec
+from ...config import Bound
 from ...errors import ConfigError, SsmbenchError
 from ...plain import file_sha256
 from ..folder.atomic import atomic_write_bytes, atomic_write_json, fsync_dir
@@ -101,8 +102,29 @@ def auto_samples_per_shard(spec: Spec, n_train: int) -> int:
     return int(2 ** max(0, int(np.floor(np.log2(max(target, 1.0))))))
 
 
+MAX_SAMPLES = Bound(1, 10 ** 9, why="a billion samples; the paper's datasets hold 100,000")
+"""The most samples one build may plan (`--n`, `generate.plan_build`): planning lists every shard before anything
+is written. A build is first checked against the free disk space, which refuses most such sizes itself."""
+MAX_SHARDS = 10 ** 6
+"""The most shards one build may plan (a plan of 10^6 shards takes seconds; the paper's datasets have < 100)."""
+
+
 def make_plan(sizes: Mapping[str, int], samples_per_shard: int) -> list[ShardSpec]:
-    """Shards in the order train, val, test, each by its index within the split."""
+    """Shards in the order train, val, test, each by its index within the split; more than MAX_SHARDS is a
+    ConfigError naming --samples-per-shard (before any shard is listed).
+
+    >>> len(make_plan({"train": 10, "val": 3}, 4))
+    4
+    >>> make_plan({"train": 10 ** 9}, 1)
+    Traceback (most recent call last):
+    ...
+    ssmbench.errors.ConfigError: --samples-per-shard: 1 gives 1,000,000,000 shards, more than 1,000,000
+    """
+    count = sum(-(-sizes.get(split, 0) // samples_per_shard) for split in SPLIT_ORDER)
+    if count > MAX_SHARDS:
+        least = -(-sum(sizes.values()) // MAX_SHARDS)
+        raise ConfigError("--samples-per-shard", f"{samples_per_shard:,} gives {count:,} shards, more than "
+                          f"{MAX_SHARDS:,}", f"pass --samples-per-shard {least:,} or more (or leave it automatic)")
     plan = []
     for split in SPLIT_ORDER:
         n = sizes.get(split, 0)
