@@ -178,14 +178,24 @@ def run_lock(folder: str | Path, command: str | None = None) -> Iterator[None]:
         os.close(fd)
         raise
     _HELD[key] = [fd, 1]
-    from .run_folder import RunFolder
-
-    RunFolder(folder).remove_temporaries()  # a killed writer's: none of this run's writes is under way
+    remove_temporaries(Path(folder))  # a killed writer's: none of this run's writes is under way
     try:
         yield
     finally:
         if _HELD.pop(key, None) is not None:  # else a forked child leaving the block: the lock is its parent's
             _release(path, fd)
+
+
+def remove_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files a killed writer left in a run folder (`last.pt.tmp.<hex>`,
+    `metrics.jsonl.tmp.<hex>`, ...): only the lock's holder calls this, so no write of this run is under way.
+    Returns what it removed."""
+    removed = []
+    for tmp in [*folder.glob("*.tmp.*"), *folder.glob("checkpoints/*.tmp.*")]:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed
 
 
 def _release(path: Path, fd: int) -> None:

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -32,7 +31,7 @@ from ..data.folder.atomic import atomic_write_json
 from ..errors import ConfigError
 from ..plain import json_plain
 from .checkpoints import load_checkpoint, previous_of, save_checkpoint
-from .folder_lock import LOCK_NAME, RunFolderBusy, _process_start, holds_lock, run_lock
+from .folder_lock import LOCK_NAME, RunFolderBusy, _process_start, holds_lock, remove_temporaries, run_lock
 
 __all__ = ["LOCK_NAME", "RunFolder", "RunFolderBusy", "_process_start", "default_run_dir", "holds_lock",
            "load_checkpoint", "run_lock", "save_checkpoint"]
@@ -94,7 +93,7 @@ class RunFolder:
         self._append(records)
 
     def _append(self, records: list[dict[str, Any]]) -> None:
-        from ..data.build.space import disk_errno
+        from ..data.make.space import disk_errno
         from .checkpoints import disk_full
 
         text = "".join(json.dumps(json_plain(r), sort_keys=True) + "\n" for r in records)
@@ -157,14 +156,8 @@ class RunFolder:
         self.remove_temporaries()
 
     def remove_temporaries(self) -> list[Path]:
-        """Remove the temporary files a killed writer left (`last.pt.tmp.<hex>`, `metrics.jsonl.tmp.<hex>`, ...):
-        only the lock's holder calls this, so no write of this run is under way. Returns what it removed."""
-        removed = []
-        for tmp in [*self.path.glob("*.tmp.*"), *self.path.glob("checkpoints/*.tmp.*")]:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-                removed.append(tmp)
-        return removed
+        """Remove the temporary files a killed writer left (`folder_lock.remove_temporaries`)."""
+        return remove_temporaries(self.path)
 
 
 def _size(path: Path) -> int:
