@@ -44,7 +44,7 @@ What is measured, per task (each task in its own fresh subprocess, so peak memor
   {"inputs": x})`. One thread of BLAS (OPENBLAS/OMP/MKL_NUM_THREADS=1), a few samples (MIPS's oracle is O(L^2)),
   timed (process CPU time, like the per-core figure) as one loop after one warm-up sample. A plug-in task without
   a builder here times the oracle alone on a generated sample's inputs (labelled "oracle only").
-* Shard writing, reported separately (L = 4096, one Numba thread): `ssmbench.data.build.shards.write_shard` for one train
+* Shard writing, reported separately (L = 4096, one Numba thread): `ssmbench.data.make.shards.write_shard` for one train
   shard of N samples with the Spec's storage fields (gzip + shuffle + fletcher32, `sample_id`), per-field content
   sha256, per-row sha256, fsync, rename and whole-file sha256 - the work `ssmbench generate` does per shard. The
   generation inside it is timed separately; "write" is the rest. Reported: ms/sample of both, raw MB/s and on-disk
@@ -223,10 +223,10 @@ def _time_baseline(task, config, n: int) -> dict:
 
 
 def _time_shards(task, config, n: int) -> dict:
-    """One train shard of n samples through ssmbench.data.build.shards.write_shard, one Numba thread."""
+    """One train shard of n samples through ssmbench.data.make.shards.write_shard, one Numba thread."""
     import numba
 
-    from ssmbench.data.build.shards import make_plan, storage_fields, write_shard
+    from ssmbench.data.make.shards import make_plan, storage_fields, write_shard
 
     numba.set_num_threads(1)
     spec = task.spec(config)
@@ -246,7 +246,7 @@ def _time_shards(task, config, n: int) -> dict:
 
     stats_fn = (lambda block: task.statistics(config, block)) if hasattr(task, "statistics") else None
     fixed = task.fixed_arrays(config) if hasattr(task, "fixed_arrays") else {}
-    block = int(max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1))))  # as ssmbench.data.build.generate does
+    block = int(max(1, min(256, (64 << 20) // max(spec.bytes_per_sample(), 1))))  # as ssmbench.data.make.generate does
     attrs = {"task": task.name, "task_version": task.version, "config_json": json.dumps(config.to_dict())}
     with tempfile.TemporaryDirectory(prefix="ssmbench-bench-") as tmp:
         t0, c0 = time.perf_counter(), time.process_time()

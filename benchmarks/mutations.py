@@ -254,7 +254,7 @@ MUTATIONS: list[Mutation] = [
              ("tests/harness/test_run_recovery.py::test_a_killed_holder_not_yet_reaped_no_longer_runs",),
              "a zombie holder counts as running"),
     Mutation("run_folder.py:+tmp", "ssmbench/harness/folder_lock.py",
-             "RunFolder(folder).remove_temporaries()", "pass",
+             "remove_temporaries(Path(folder))  #", "pass  #",
              ("tests/harness/test_run_recovery.py::test_taking_the_lock_removes_a_killed_writers_temporaries",),
              "a killed writer's temporaries stay"),
     Mutation("run_folder.py:+vanished", "ssmbench/harness/run_folder.py",

@@ -8,7 +8,7 @@ What is measured (kernels compiled and warmed up first; train keys of root seed 
 
 * Generation alone, per core: `Pathfinder.generate` one image per call with one Numba thread; process CPU time
   per image (mean, median, p95, max; the cost is heavy-tailed because of main-pair retries).
-* Generation + compression + writing, per core: `ssmbench.data.build.shards.write_shard` for one shard of the same images
+* Generation + compression + writing, per core: `ssmbench.data.make.shards.write_shard` for one shard of the same images
   with the Spec's storage fields (gzip-4, fletcher32, one image per chunk, content and row sha256, statistics,
   fsync, rename, file sha256), i.e. the work `ssmbench generate` does per shard. Its "write" part is the shard
   job's CPU time minus the generate calls inside it; the figure reported is generate-only + write part (both
@@ -71,7 +71,7 @@ def per_image_cpu(task: Pathfinder, cfg, keys: np.ndarray) -> tuple[np.ndarray, 
 
 def write_cpu(task: Pathfinder, cfg, n: int, root: Path) -> tuple[float, float, int]:
     """(CPU s of the whole shard job, CPU s of the generate calls inside it, file bytes)."""
-    from ssmbench.data.build.shards import ShardSpec, storage_fields, write_shard
+    from ssmbench.data.make.shards import ShardSpec, storage_fields, write_shard
 
     shard = ShardSpec("train", 0, 1, 0, n)
     fields = storage_fields(task.spec(cfg))

@@ -223,8 +223,8 @@ def plugin_registry(monkeypatch):
 
 def test_a_minimal_plugin_builds_with_every_hook_at_its_default(plugin_registry, tmp_path):
     from plugin_tasks import ResiduesConfig
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.hub.verify import verify_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     result = generate_dataset("residues", ResiduesConfig(), out=tmp_path, n=20, samples_per_shard=8)
     manifest = result.manifest
@@ -241,7 +241,7 @@ def test_a_plugin_brings_its_own_deduplication(plugin_registry, tmp_path):
     import h5py
 
     from plugin_tasks import ResiduesConfig
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     config = ResiduesConfig(modulus=25)
     result = generate_dataset("distinct_residues", config, out=tmp_path, n=20, samples_per_shard=8)

@@ -41,7 +41,7 @@ MUST_HAVE_EXAMPLES = ([f"ssmbench.generators.{name}" for name in TASKS]
 
 
 def test_the_scan_finds_the_known_examples():
-    assert {"ssmbench.seeding", "ssmbench.data.build.shards", "ssmbench.generators._listops_dedup",
+    assert {"ssmbench.seeding", "ssmbench.data.make.shards", "ssmbench.generators._listops_dedup",
             "ssmbench.generators._rng", "ssmbench.api", "ssmbench.config"} <= set(MODULES)
     assert not set(MUST_HAVE_EXAMPLES) - set(MODULES), "a task module or reference model has no worked example"
 

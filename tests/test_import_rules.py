@@ -96,13 +96,13 @@ def _is_plugin(name: str) -> bool:
 
 
 def test_the_scan_sees_the_layout():
-    assert {"ssmbench.api", "ssmbench.data.build.generate", "ssmbench.cli.app", "ssmbench.generators.shift",
+    assert {"ssmbench.api", "ssmbench.data.make.generate", "ssmbench.cli.app", "ssmbench.generators.shift",
             "ssmbench.generators._listops_dedup"} <= set(MODULES)
-    build = {imp.target for imp in IMPORTS["ssmbench.data.build.generate"]}
-    assert {"ssmbench.config", "ssmbench.data.build.shards", "ssmbench.data.build.finalize", "ssmbench.data.build.jobs"} <= build
-    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.jobs"])
-    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
-    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.build.shards"])
+    build = {imp.target for imp in IMPORTS["ssmbench.data.make.generate"]}
+    assert {"ssmbench.config", "ssmbench.data.make.shards", "ssmbench.data.make.finalize", "ssmbench.data.make.jobs"} <= build
+    assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.make.jobs"])
+    assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.make.shards"])
+    assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.make.shards"])
 
 
 @pytest.mark.parametrize("module", PLUMBING)
@@ -216,7 +216,7 @@ def test_the_folder_contract_imports_only_the_core():
 def test_the_reader_imports_neither_the_builder_nor_the_hub():
     read = _under("ssmbench.data.read")
     assert {"ssmbench.data.read.loader", "ssmbench.data.read.streaming"} <= set(read)
-    assert not _violations(read, ("ssmbench.data.build", "ssmbench.data.hub"))
+    assert not _violations(read, ("ssmbench.data.make", "ssmbench.data.hub"))
     bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m, imp in _ssmbench_imports(read)
            if imp.target not in CORE and not _is(imp.target, "ssmbench.data.read")
            and not _is(imp.target, "ssmbench.data.folder")]
@@ -231,7 +231,7 @@ def test_the_rules_see_a_breach():
     """The checks above on a made-up graph: a reader importing the builder is caught, a reader importing the
     contract is not."""
     real = IMPORTS["ssmbench.data.read.loader"]
-    IMPORTS["ssmbench.data.read.loader"] = [*real, Import("ssmbench.data.build.shards", False, 1)]
+    IMPORTS["ssmbench.data.read.loader"] = [*real, Import("ssmbench.data.make.shards", False, 1)]
     try:
         with pytest.raises(AssertionError):
             test_the_reader_imports_neither_the_builder_nor_the_hub()

@@ -12,9 +12,9 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.data.build.generate import generate_dataset
-from ssmbench.data.build.shards import file_sha256
 from ssmbench.data.hub.verify import verify_dataset
+from ssmbench.data.make.generate import generate_dataset
+from ssmbench.data.make.shards import file_sha256
 from ssmbench.errors import DatasetError
 from ssmbench.registry import get_task
 from ssmbench.seeding import keys_for, sample_keys, splitmix64, stream_id
@@ -224,7 +224,7 @@ def test_deep_verify_compares_the_content_digest(built):
 
 def test_manifest_statistics_sum_every_shard():
     """Mutation: statistics from the last shard only. Three shards' records must add up field by field."""
-    from ssmbench.data.build.finalize import merge_statistics
+    from ssmbench.data.make.finalize import merge_statistics
 
     records = [{"statistics": {"hist": [1, 0, 2], "n": [4]}}, {"statistics": {"hist": [0, 5, 1], "n": [4]}},
                {"statistics": {"hist": [3, 3, 3], "n": [1]}}]

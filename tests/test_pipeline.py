@@ -8,10 +8,10 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.data.build.generate import generate_dataset
-from ssmbench.data.build.shards import auto_samples_per_shard, make_plan, split_sizes
 from ssmbench.data.folder.manifest import load_manifest
 from ssmbench.data.hub.verify import verify_dataset
+from ssmbench.data.make.generate import generate_dataset
+from ssmbench.data.make.shards import auto_samples_per_shard, make_plan, split_sizes
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.generators.select_fixed import SelectFixedConfig
 from ssmbench.generators.shift import ShiftConfig
@@ -137,7 +137,7 @@ def test_verify_detects_corruption_truncation_and_strays(tmp_path):
 def test_deep_verify_catches_a_consistent_but_wrong_target(tmp_path, workers):
     """A shard rewritten with a wrong target and a matching sha256 still fails the content check and oracle, in
     this process or in a pool of decoders; the pool's report equals the serial one, problem for problem."""
-    from ssmbench.data.build.shards import file_sha256
+    from ssmbench.data.make.shards import file_sha256
 
     result = generate_dataset("cumsum", get_task("cumsum").Config(L=16), out=tmp_path, n=10, samples_per_shard=8)
     root = result.path

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from ssmbench.data.build.preview import MASK_COLOURS, render_preview
+from ssmbench.data.make.preview import MASK_COLOURS, render_preview
 from ssmbench.errors import DatasetError
 
 
@@ -91,8 +91,8 @@ def test_sequences_and_tokens(tmp_path):
 
 
 def test_real_dataset_folder(tmp_path):
-    """A folder written by `ssmbench.data.build.generate_dataset` (an atomic task) previews as line plots."""
-    from ssmbench.data.build.generate import generate_dataset
+    """A folder written by `ssmbench.data.make.generate_dataset` (an atomic task) previews as line plots."""
+    from ssmbench.data.make.generate import generate_dataset
     from support import tiny_config
 
     res = generate_dataset("cumsum", tiny_config("cumsum"), out=tmp_path, n=10, workers=1)
@@ -136,8 +136,8 @@ def test_verify_names_a_changed_preview_and_card_restores_it(tmp_path, capsys):
     """A preview drawn over the pinned one (as `preview` did before issue 37): `verify` says which file and how to
     restore it; `card` draws the pinned picture again, byte for byte, and `verify` passes."""
     from ssmbench.cli import main
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.hub.verify import verify_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from support import tiny_config
 
     folder = generate_dataset("pathfinder", tiny_config("pathfinder"), out=tmp_path, n=8, workers=1).path

@@ -256,7 +256,7 @@ def test_the_check_accepts_good_commands(line):
 def built_folders(text: str, before: int | None = None) -> set[str]:
     """The dataset folders that the README's own `generate` commands build (their default names); `before`: only
     commands above that line."""
-    from ssmbench.data.build.generate import dataset_name
+    from ssmbench.data.make.generate import dataset_name
     from ssmbench.task_config import resolve_config
 
     generate = cli.commands["generate"]

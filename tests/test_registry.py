@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ssmbench import registry
-from ssmbench.data.build.cards import split_front_matter
+from ssmbench.data.make.cards import split_front_matter
 from ssmbench.errors import SsmbenchError, UnknownNameError
 from ssmbench.generators import BUILTIN
 

@@ -49,7 +49,7 @@ def test_a_build_larger_than_the_disk_is_refused_before_its_plan(tmp_path):
 
 def _fake_disk(monkeypatch, free: int, per_sample: float | None) -> list:
     """`free` bytes free; the written probe stores `per_sample` bytes a sample (None: the probe must not run)."""
-    from ssmbench.data.build import estimate, space
+    from ssmbench.data.make import estimate, space
 
     probes: list = []
 
@@ -67,8 +67,8 @@ def test_the_disk_check_before_the_plan_counts_stored_bytes_and_finished_shards(
     """Raw size within the free space: no probe. Raw size over it: the probe's stored bytes per sample decide
     (1,000 samples x 10 B = 10 kB fits 100 kB; x 1,000 B = 1 MB does not), less the finished shards already in the
     folder (a resumed build: 1 MB - 950 kB = 50 kB fits)."""
-    from ssmbench.data.build.generate import check_fits
-    from ssmbench.data.build.space import DiskFullError
+    from ssmbench.data.make.generate import check_fits
+    from ssmbench.data.make.space import DiskFullError
 
     config = get_task("shift").Config(L=64)
     raw = get_task("shift").spec(config).bytes_per_sample() * 1000
@@ -147,7 +147,7 @@ def test_eval_refuses_fewer_scored_samples_than_one_metric_batch(tmp_path):
 def test_a_folder_with_fewer_samples_than_one_metric_batch_is_refused(tmp_path):
     """A folder task scores min(eval.val_samples, the split's samples): a folder holding 4 val samples under the
     quick preset's metric batch of 16 is refused naming the folder; a metric batch of 4 runs."""
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from ssmbench.harness.run_config import RunConfig
     from support import tiny_config
 

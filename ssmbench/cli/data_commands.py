@@ -71,7 +71,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def describe_command(task: str, as_json: bool) -> None:
     """Show a task's version, presets, config fields, stored fields and shapes, and its data card."""
-    from ..data.build.describe import describe_task, format_description
+    from ..data.make.describe import describe_task, format_description
 
     info = describe_task(task)
     click.echo(json.dumps(info, sort_keys=True, default=str) if as_json else format_description(info))
@@ -117,8 +117,8 @@ def generate_command(ctx: click.Context, task: str, length: int | None, size: in
     Ctrl-C or SIGTERM stops with "interrupted: k/n shards done; ..." and exit status 130; a full disk with one line naming
     the folder and the space still needed, exit status 1. Re-running the same command continues either.
     """
-    from ..data.build.jobs import BuildInterrupted, interrupts
-    from ..data.build.space import DiskFullError, exit_now
+    from ..data.make.jobs import BuildInterrupted, interrupts
+    from ..data.make.space import DiskFullError, exit_now
 
     with interrupts():
         try:
@@ -140,7 +140,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
               overrides: tuple[str, ...], samples_per_shard: int | None, codec: str | None,
               shard_index: int | None, num_shards: int | None, dry_run: bool, overwrite: bool, quiet: bool,
               as_json: bool) -> None:
-    from ..data.build.jobs import check_interrupt
+    from ..data.make.jobs import check_interrupt
     from ..task_config import extra_overrides, resolve_config
 
     if (shard_index is None) != (num_shards is None):
@@ -154,9 +154,9 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     extra = extra_overrides(ctx.args)
     task_obj, config, note = resolve_config(task, length=length, size=size, preset=preset,
                                             config_file=config_file, overrides=[*overrides, *extra])
-    from ..data.build.generate import check_fits, generate_dataset, plan_build
-    from ..data.build.shards import parse_split
     from ..data.folder.locations import data_root
+    from ..data.make.generate import check_fits, generate_dataset, plan_build
+    from ..data.make.shards import parse_split
 
     split_map = parse_split(split) if split else None
     if not dry_run:  # before the plan: millions of shards take minutes to plan
@@ -164,7 +164,7 @@ def _generate(ctx: click.Context, task: str, length: int | None, size: int | Non
     plan = plan_build(task_obj.name, config, n, split_map, seed, samples_per_shard, codec)
     est = None
     if not quiet or dry_run:
-        from ..data.build.estimate import estimate_build
+        from ..data.make.estimate import estimate_build
 
         est = estimate_build(task_obj, config, plan, workers, later=dry_run)  # a dry run: the build comes later
         check_interrupt()
@@ -248,9 +248,9 @@ def card_command(path: str) -> None:
     import errno
     from pathlib import Path
 
-    from ..data.build.cards import write_card
-    from ..data.build.preview import restore_preview
     from ..data.folder.manifest import read_manifest_json
+    from ..data.make.cards import write_card
+    from ..data.make.preview import restore_preview
     from ..errors import DatasetError
 
     manifest = read_manifest_json(path)
@@ -282,7 +282,7 @@ def preview_command(path: str, n: int, out: str | None, split: str) -> None:
 
     read_manifest_json(path)
     try:
-        from ..data.build.preview import render_preview
+        from ..data.make.preview import render_preview
     except ImportError:
         raise SsmbenchError("preview is not available in this installation") from None
     written = render_preview(Path(path), n=n, out=Path(out) if out else None, split=split)

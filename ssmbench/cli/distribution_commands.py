@@ -90,8 +90,8 @@ def get_command(name: str, to: str | None, catalogs: tuple[str, ...], workers: i
 def _get(name: str, to: str | None, catalogs: list[str], workers: int | None, quiet: bool, as_json: bool) -> None:
     """Ctrl-C and SIGTERM end it with one line "interrupted ...; re-run the same command to continue", exit 130;
     a rebuild's pool workers end with it (also when this process is killed outright)."""
-    from ..data.build.jobs import BuildInterrupted
     from ..data.hub.get import get_dataset, sigterm_interrupts
+    from ..data.make.jobs import BuildInterrupted
 
     try:
         with sigterm_interrupts():

@@ -64,7 +64,7 @@ def save_checkpoint(path: Path, state: dict[str, Any], keep_previous: bool = Fal
     becomes `previous_of(path)` once the new one is complete. A full disk is a one-line `DiskFullError`."""
     import torch
 
-    from ..data.build.space import disk_errno
+    from ..data.make.space import disk_errno
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp.{uuid.uuid4().hex}")
@@ -120,7 +120,7 @@ def _state_bytes(state: Any) -> int:
 def disk_full(path: Path, code: int, needed: int) -> Exception:
     """The one line (`DiskFullError`, exit 1) of a checkpoint that did not fit: the wording of the dataset builds'
     `space.disk_full_message`, with how to continue a run instead of re-running the command."""
-    from ..data.build.space import DISK_ERRNOS, DiskFullError, free_bytes
+    from ..data.make.space import DISK_ERRNOS, DiskFullError, free_bytes
 
     run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
     kept = f"the {path.name} saved before is intact" if path.exists() else f"no {path.name} was saved yet"

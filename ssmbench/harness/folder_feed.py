@@ -15,7 +15,7 @@ Evaluation reads the first min(n, split size) samples of val / test; rank r of W
 
 Example (a tiny Pathfinder folder of 16 training images, batch 4 -> 4 steps per epoch):
     >>> import tempfile
-    >>> from ssmbench.data.build.generate import generate_dataset
+    >>> from ssmbench.data.make.generate import generate_dataset
     >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("pathfinder", size=32)[1]

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..data.build.preview import MASK_COLOURS, MASK_LEGEND
+from ..data.make.preview import MASK_COLOURS, MASK_LEGEND
 from .plots import save_png
 
 OPERATORS = ("MIN", "MAX", "MED", "SM")

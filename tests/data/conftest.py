@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.task_config import resolve_config
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ssmbench.data.build.generate import plan_build
+from ssmbench.data.make.generate import plan_build
 from ssmbench.errors import ConfigError
 from ssmbench.registry import get_task
 

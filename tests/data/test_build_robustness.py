@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from ssmbench import registry
-from ssmbench.data.build import jobs, shards
-from ssmbench.data.build.generate import generate_dataset
 from ssmbench.data.hub.verify import verify_dataset
+from ssmbench.data.make import jobs, shards
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import SsmbenchError
 from ssmbench.seeding import keys_for
 from ssmbench.task_config import resolve_config
@@ -140,7 +140,7 @@ def test_a_plain_run_leaves_a_live_runs_temporary_alone_and_waits_for_its_shard(
     resumes and finalizes; once the lock is free, the plain run writes shard 1 and removes the stale file."""
     from filelock import FileLock
 
-    from ssmbench.data.build.ownership import lock_path
+    from ssmbench.data.make.ownership import lock_path
 
     _, config, _ = resolve_config("shift", length=64)
     generate_dataset("shift", config, out=tmp_path, n=30, samples_per_shard=8, shard_index=0, num_shards=2)
@@ -170,7 +170,7 @@ def test_a_plain_run_leaves_a_live_runs_temporary_alone_and_waits_for_its_shard(
 def test_the_sweep_deletes_only_temporaries_no_live_run_owns(tmp_path):
     from filelock import FileLock
 
-    from ssmbench.data.build.ownership import lock_path, sweep_temporaries
+    from ssmbench.data.make.ownership import lock_path, sweep_temporaries
 
     a, b = shards.ShardSpec("train", 0, 2, 0, 4), shards.ShardSpec("train", 1, 2, 4, 8)
     (tmp_path / "train").mkdir()
@@ -207,7 +207,7 @@ def test_two_concurrent_runs_into_one_folder_both_succeed(tmp_path, first, cli):
 def test_a_temporary_deleted_under_a_writer_is_written_again(tmp_path, monkeypatch):
     """Another process (an older ssmbench, a clean-up script) deletes the temporary being written: the shard job
     treats it as someone else's file and writes the shard once more."""
-    from ssmbench.data.build import generate as build
+    from ssmbench.data.make import generate as build
 
     real = build.write_shard
     calls = []
@@ -447,7 +447,7 @@ def test_recorded_hashes_are_those_of_the_bytes_read_back(tiny_shift):
 
 def test_svml_is_disabled_whatever_the_import_order_and_recorded(tmp_path, tiny_shift):
     code = ("import numba, sys, json\n"  # numba first, without the variable set
-            "from ssmbench.data.build.generate import generate_dataset\n"
+            "from ssmbench.data.make.generate import generate_dataset\n"
             "from ssmbench.task_config import resolve_config\n"
             "_, c, _ = resolve_config('shift', length=64)\n"
             "r = generate_dataset('shift', c, out=sys.argv[1], n=40, samples_per_shard=8)\n"

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 
-from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.make.generate import generate_dataset
 
 datasets = pytest.importorskip("datasets", reason="needs the [validate] extra (pip install -e '.[validate]')")
 mlc = pytest.importorskip("mlcroissant", reason="needs the [validate] extra (pip install -e '.[validate]')")

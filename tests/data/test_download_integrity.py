@@ -196,7 +196,7 @@ def test_deep_verify_joins_its_workers_results_in_manifest_order(tiny_shift, mon
     """Workers finish in any order; the content digest and the problem list follow the manifest. A stand-in for
     the pool reports completions last shard first (what a pool may do), with every shard's content hash made
     wrong so that each reports a problem."""
-    from ssmbench.data.build import jobs
+    from ssmbench.data.make import jobs
 
     def backwards(fn, work, workers, on_done, on_rows=None):
         for index in reversed(range(len(work))):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ssmbench.data.build.estimate import estimate_build
-from ssmbench.data.build.generate import plan_build
+from ssmbench.data.make.estimate import estimate_build
+from ssmbench.data.make.generate import plan_build
 from ssmbench.registry import get_task
 
 
@@ -46,7 +46,7 @@ def test_a_cold_numba_cache_adds_its_measured_compile_once_and_a_quiet_build_kee
 
     import numba
 
-    from ssmbench.data.build import estimate
+    from ssmbench.data.make import estimate
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     task = get_task("cumsum")
@@ -91,7 +91,7 @@ def test_a_dry_run_that_compiles_estimates_the_build_after_it_which_only_loads_t
     With `later=True` a compiling probe counts the recorded warm load time instead, once: the estimate equals the
     warm one's, give or take the probe's own noise, and its human time says the kernels are cached now; the
     same compile in the build's own estimate (`later=False`) is still counted, once."""
-    from ssmbench.data.build import estimate
+    from ssmbench.data.make import estimate
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     task = get_task("cumsum")
@@ -157,7 +157,7 @@ def test_a_compiling_probe_says_so_once_and_a_warm_one_says_nothing(tmp_path, mo
 
 def test_the_build_says_compiling_on_its_progress_bar(tmp_path, monkeypatch, capsys):
     """The build's own compile step (before its first shard, at 0 %) names itself on the progress bar."""
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     task = get_task("shift")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.data.build import shards, space
-from ssmbench.data.build.generate import generate_dataset
 from ssmbench.data.hub.verify import verify_dataset
+from ssmbench.data.make import shards, space
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.task_config import resolve_config
 
 ARGS = ["generate", "shift", "--length", "64", "--n", "40", "--samples-per-shard", "8", "-q"]
@@ -127,7 +127,7 @@ def tiny_tmpfs(tmp_path):
 
 FILL_AT_THIRD_BLOCK = """
 import os, sys
-from ssmbench.data.build import shards
+from ssmbench.data.make import shards
 from ssmbench.cli import main
 real, calls = shards.row_hashes, []
 def row_hashes(block):

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from ssmbench.data.build.generate import generate_dataset
 from ssmbench.data.hub.download import download_dataset
 from ssmbench.data.hub.repack import repack
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import DownloadError
 from ssmbench.task_config import resolve_config
 

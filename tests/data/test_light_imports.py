@@ -1,5 +1,5 @@
 """What a reader loads: `import ssmbench`, `ssmbench.open_dataset` and `ssmbench.data.read` never load the builder
-(`ssmbench.data.build*`) or the downloader (`ssmbench.data.hub.download`, `.transfer`), checked on `sys.modules`
+(`ssmbench.data.make*`) or the downloader (`ssmbench.data.hub.download`, `.transfer`), checked on `sys.modules`
 in a fresh interpreter (issue 27: a researcher who only reads data imports neither)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-HEAVY = ("ssmbench.data.build", "ssmbench.data.hub.download", "ssmbench.data.hub.transfer")
+HEAVY = ("ssmbench.data.make", "ssmbench.data.hub.download", "ssmbench.data.hub.transfer")
 
 
 def loaded_after(code: str) -> dict[str, list[str]]:
@@ -25,7 +25,7 @@ def loaded_after(code: str) -> dict[str, list[str]]:
 
 
 def test_the_probe_sees_the_builder_when_it_is_loaded():
-    assert "ssmbench.data.build.generate" in loaded_after("import ssmbench.data.build.generate")["heavy"]
+    assert "ssmbench.data.make.generate" in loaded_after("import ssmbench.data.make.generate")["heavy"]
     assert "ssmbench.data.hub.transfer" in loaded_after("import ssmbench.data.hub.download")["heavy"]
 
 
@@ -34,8 +34,10 @@ def test_the_probe_sees_the_builder_when_it_is_loaded():
     "import ssmbench.data; ssmbench.data.open_dataset, ssmbench.data.Manifest",
     "from ssmbench.data.read import loader, streaming, samplers, columns, chunk_rows, ring",
     "from ssmbench.data.read.loader import FolderDataset, open_folder",
-    "from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler",  # the README's import
-    "from ssmbench.data.streaming import TaskStream",  # the README's import
+    "from ssmbench.data import EvalShardSampler, ShardAwareSampler",  # the README's import
+    "from ssmbench.data import TaskStream",  # the README's import
+    "from ssmbench.data.loader import EvalShardSampler, ShardAwareSampler",  # the old home, kept
+    "from ssmbench.data.streaming import TaskStream",  # the old home, kept
 ])
 def test_importing_the_reader_loads_neither_builder_nor_downloader(code):
     loaded = loaded_after(code)

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data.build import generate as build_module
-from ssmbench.data.build.estimate import estimate_build
-from ssmbench.data.build.generate import generate_dataset, plan_build
+from ssmbench.data.make import generate as build_module
+from ssmbench.data.make.estimate import estimate_build
+from ssmbench.data.make.generate import generate_dataset, plan_build
 from ssmbench.data.read.streaming import TaskStream
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.registry import get_task, tasks
@@ -193,7 +193,7 @@ def tiny_shift(tmp_path):
 
 
 def test_preview_and_card_on_a_read_only_dataset(tiny_shift, capsys, monkeypatch, tmp_path):
-    from ssmbench.data.build import cards, preview
+    from ssmbench.data.make import cards, preview
 
     folder = tiny_shift.path
     real_save = preview._save
@@ -308,7 +308,7 @@ def test_dry_run_estimate_is_within_10_percent_of_the_real_folder(task_name, opt
 @pytest.mark.parametrize("size, name", [(128, "pathfinder-128"), (32, "pathfinder-32-"), (300, "pathfinder-300-")])
 def test_pathfinder_folders_are_named_by_their_size(size, name):
     """A size between presets is scaled from the nearest preset, but the folder says the size it holds."""
-    from ssmbench.data.build.generate import dataset_name
+    from ssmbench.data.make.generate import dataset_name
 
     task, config, _ = resolve_config("pathfinder", size=size)
     got = dataset_name(task, config)

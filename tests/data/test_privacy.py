@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.data.build.command import local_paths, portable_argv
 from ssmbench.data.hub.publish import publish
+from ssmbench.data.make.command import local_paths, portable_argv
 from ssmbench.errors import DatasetError
 
 

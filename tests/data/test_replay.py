@@ -1,4 +1,4 @@
-"""`ssmbench.data.build.replay`: a recorded `generate` command built in this process (what `ssmbench get` does to
+"""`ssmbench.data.make.replay`: a recorded `generate` command built in this process (what `ssmbench get` does to
 rebuild a catalogue entry) writes the folder `ssmbench generate` writes, and records the command as the CLI does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ssmbench import ConfigError
-from ssmbench.data.build.replay import generate_from_argv, parse_generate_argv
+from ssmbench.data.make.replay import generate_from_argv, parse_generate_argv
 
 
 def test_a_replayed_command_builds_and_records_what_the_cli_does(tmp_path):

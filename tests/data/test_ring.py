@@ -72,7 +72,7 @@ def test_only_dataloader_workers_use_a_ring():
 
 def test_ring_under_forkserver_with_default_settings(tmp_path_factory):
     """Pathfinder-128 batches of 4 (128 KiB stored) take the ring with the shipped thresholds, in fresh workers."""
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from ssmbench.task_config import resolve_config as resolve
 
     _, config, _ = resolve("pathfinder", size=128)

@@ -261,7 +261,7 @@ def test_end_to_end_through_shards(tmp_path):
     """generate -> shards -> read back: worker invariance of the whole build, labels, candidate order, statistics."""
     import h5py
 
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     builds = [generate_dataset(TASK.name, SMALL, tmp_path / str(w), n=60, split=None, seed=0, workers=w)
               for w in (1, 2)]
@@ -283,7 +283,7 @@ def test_end_to_end_through_shards(tmp_path):
 
 def test_card_renders_with_an_empty_split(tmp_path):
     """A build too small to fill val/test (no statistics recorded there) still finalizes and renders its card."""
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     result = generate_dataset(TASK.name, SMALL, tmp_path, n=10, seed=0)
     assert result.manifest["splits"]["val"]["num_samples"] == 0

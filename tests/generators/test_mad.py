@@ -172,8 +172,8 @@ def test_spec_declares_token_classification_with_the_whole_vocabulary(name):
 
 
 def test_a_built_memorization_folder_carries_the_map_its_card_and_passes_deep_verification(tmp_path):
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.hub.verify import verify_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from support import tiny_config
 
     config = tiny_config("mad_memorization")

@@ -289,8 +289,8 @@ def test_end_to_end_dataset_folder(tmp_path):
 
     if "pathfinder" not in tasks:
         pytest.skip("pathfinder is not registered in ssmbench.generators.BUILTIN yet")
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.hub.verify import verify_dataset
+    from ssmbench.data.make.generate import generate_dataset
 
     res = generate_dataset("pathfinder", TINY, out=tmp_path, n=20, workers=1)
     man = res.manifest

@@ -137,8 +137,8 @@ def test_folders_of_the_two_rules_hold_the_same_images(tmp_path):
     """label_rule is left out of the sample keys: two built folders differ only in their masks."""
     import h5py
 
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.hub.verify import verify_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from ssmbench.task_config import resolve_config
 
     arrays = {}
@@ -244,9 +244,9 @@ def test_card_names_rule_and_fractions():
 
 def test_manifest_records_rule_and_old_versions_are_refused(tmp_path):
     """`config.label_rule` is in manifest.json; a version-1 folder is refused with one line naming both versions."""
-    from ssmbench.data.build.generate import generate_dataset
     from ssmbench.data.folder.checks import check_folder
     from ssmbench.data.folder.manifest import Manifest
+    from ssmbench.data.make.generate import generate_dataset
 
     res = generate_dataset("pathfinder", _ref(TINY), out=tmp_path, n=8, workers=1)
     manifest = json.loads((res.path / "manifest.json").read_text())

@@ -63,7 +63,7 @@ def field_hash(array: Any) -> str:
     """sha256 of one stored row of one field, prefixed with its dtype and shape (as the content hashes are)."""
     import numpy as np
 
-    from ssmbench.data.build.shards import content_prefix
+    from ssmbench.data.make.shards import content_prefix
 
     a = np.ascontiguousarray(array)
     return hashlib.sha256(content_prefix(a.dtype, a.shape) + a.tobytes()).hexdigest()
@@ -79,8 +79,8 @@ def build_record(task_name: str, config_dict: dict[str, Any] | None = None, seed
     sizes = dict(sizes or SIZES)
     import h5py
 
-    from ssmbench.data.build.generate import generate_dataset
-    from ssmbench.data.build.shards import row_hashes
+    from ssmbench.data.make.generate import generate_dataset
+    from ssmbench.data.make.shards import row_hashes
     from ssmbench.registry import get_task
     from ssmbench.task_config import from_plain
 

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import ssmbench
-from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import DatasetError, SsmbenchError
 from ssmbench.harness.evaluation import resume
 from ssmbench.harness.folder_feed import FolderSteps

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import ssmbench
-from ssmbench.data.build.generate import generate_dataset
+from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import ConfigError, SsmbenchError
 from ssmbench.harness.backbone import SequenceModel, resolve_pool
 from ssmbench.harness.facts import check_direction

@@ -29,7 +29,7 @@ import pytest
 import torch
 
 import ssmbench
-from ssmbench.data.build.space import DiskFullError
+from ssmbench.data.make.space import DiskFullError
 from ssmbench.errors import ConfigError
 from ssmbench.harness import checkpoints, run_folder
 from ssmbench.harness.checkpoints import load_checkpoint, load_last, previous_of, save_checkpoint

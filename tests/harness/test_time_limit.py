@@ -366,7 +366,7 @@ def test_a_folder_task_run_copied_with_its_dataset_resumes_from_the_data_root(tm
     """A folder task records its dataset folder's absolute path: when the run folder and the dataset are copied to
     another place (another machine) and the old path is gone, the resume finds the folder with the same dataset_id
     under the data root ($SSMBENCH_DATA) and ends like an uninterrupted run."""
-    from ssmbench.data.build.generate import generate_dataset
+    from ssmbench.data.make.generate import generate_dataset
     from ssmbench.task_config import resolve_config
 
     _, config, _ = resolve_config("pathfinder", size=32)

@@ -5,7 +5,7 @@ The folder lands in `<data root>/NAME` (where `ssmbench.open_dataset(NAME)` look
 A catalogue entry (`ssmbench.data.hub.catalog`) pins what the dataset *is*: the generate command, the content digest
 and every shard's size, sha256 and per-field content hashes. `get_dataset` fetches the folder from the entry's
 `sources` when it has any (`ssmbench.data.hub.download`), else rebuilds it here, in this process, with the entry's
-`build.argv` and workers (`ssmbench.data.build.replay`) into a staging folder beside the destination, then compares
+`build.argv` and workers (`ssmbench.data.make.replay`) into a staging folder beside the destination, then compares
 every shard with the entry:
 
 * equal sha256 everywhere (and the content digest): the folder is moved into place;
@@ -127,7 +127,7 @@ def _content_sha256(dset: Any) -> str:
     file in blocks of rows (a field's whole array is never held)."""
     import numpy as np
 
-    from ..build.shards import content_prefix
+    from ..make.shards import content_prefix
 
     digest = hashlib.sha256(content_prefix(dset.dtype, dset.shape))
     if dset.shape == ():
@@ -252,15 +252,15 @@ def check_against_entry(folder: Path, entry: CatalogEntry, workers: int | None =
 
 
 def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: bool) -> Path:
-    """Build the entry's `generate` command into `staging`, in this process (`ssmbench.data.build.replay`).
+    """Build the entry's `generate` command into `staging`, in this process (`ssmbench.data.make.replay`).
 
     Ctrl-C or SIGTERM stops the build as Ctrl-C stops `generate` (at its next block; a pool's workers are ended,
     the shards done are kept) and raises `BuildInterrupted` (exit 130) naming the signal: a re-run of the same
     `get` continues the build in the staging folder. A second signal stops at once. If this process is killed
-    outright, the pool's workers go with it (they watch it; see `ssmbench.data.build.jobs`).
+    outright, the pool's workers go with it (they watch it; see `ssmbench.data.make.jobs`).
     """
-    from ..build.jobs import BuildInterrupted
-    from ..build.replay import generate_from_argv
+    from ..make.jobs import BuildInterrupted
+    from ..make.replay import generate_from_argv
 
     w = workers or int(entry.build.get("workers") or 1)
     argv = [*entry.build["argv"], "--workers", str(w), "--out", str(staging), "--json", *(["-q"] if quiet else [])]
@@ -275,21 +275,21 @@ def _rebuild(entry: CatalogEntry, staging: Path, workers: int | None, quiet: boo
 
 def rebuild_notice(entry: CatalogEntry, dest: Path, workers: int | None) -> Iterator[str]:
     """The lines `get` says before it rebuilds `entry` (a dataset without a mirror): first what and how big (from the
-    catalogue, at once), then how long, from `ssmbench.data.build.estimate` (a probe of a few seconds; a cold Numba
+    catalogue, at once), then how long, from `ssmbench.data.make.estimate` (a probe of a few seconds; a cold Numba
     cache compiles the task's kernels first, which the build then reuses)."""
     from ...plain import human_bytes
     from ...task_config import extra_overrides, resolve_config
-    from ..build.estimate import estimate_build
-    from ..build.generate import plan_build
-    from ..build.replay import parse_generate_argv
-    from ..build.shards import parse_split
+    from ..make.estimate import estimate_build
+    from ..make.generate import plan_build
+    from ..make.replay import parse_generate_argv
+    from ..make.shards import parse_split
 
     argv = entry.build["argv"]
     w = workers or int(entry.build.get("workers") or 1)
     samples = f"{sum(entry.num_samples.values()):,} samples, " if entry.num_samples else ""
     yield (f"{entry.name} has no mirror: rebuilding it here ({samples}{human_bytes(entry.num_bytes)}) with "
            f"`ssmbench {' '.join(argv)}`, then checking every shard against the catalogue")
-    # the plan as `generate_from_argv` makes it (ssmbench.data.build.replay)
+    # the plan as `generate_from_argv` makes it (ssmbench.data.make.replay)
     options, _, extra = parse_generate_argv(argv)
     task, config, _ = resolve_config(options["task"], length=options.get("length"), size=options.get("size"),
                                      preset=options.get("preset"), config_file=options.get("config_file"),
@@ -315,7 +315,7 @@ def _signals_stop_the_build() -> Iterator[dict[str, int]]:
     stops it at its next check, a second at once); yields a dict that records the first one's number ("signum")."""
     import threading
 
-    from ..build.jobs import interrupts
+    from ..make.jobs import interrupts
 
     caught: dict[str, int] = {}
     with interrupts():

@@ -7,7 +7,7 @@ in the catalogues (`ssmbench.data.hub.get.resolve_dataset`), and downloaded or r
 Example (a 40-sample Shift build opened by its path)::
 
     >>> import tempfile
-    >>> from ssmbench.data.build.generate import generate_dataset
+    >>> from ssmbench.data.make.generate import generate_dataset
     >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> folder = generate_dataset("shift", resolve_config("shift", length=64)[1], out=tmp.name, n=40).path

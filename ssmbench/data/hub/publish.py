@@ -81,7 +81,7 @@ def _check_publishable(root: Path, manifest: Manifest) -> None:
 
 def _refuse_local_paths(root: Path) -> None:
     """A card or manifest naming a local absolute path (a user's name, a scratch folder) is not published."""
-    from ..build.command import local_paths
+    from ..make.command import local_paths
 
     for name in ("manifest.json", "README.md"):
         path = root / name
@@ -104,7 +104,7 @@ def sums_text(folder: Path, known: dict[str, str]) -> str:
 def collection_card(release_root: Path) -> str:
     """The release root's README.md: a Hugging Face card with one config per dataset folder found in it."""
     from ...registry import get_task
-    from ..build.cards import config_entry, info_entry
+    from ..make.cards import config_entry, info_entry
 
     manifests = [load_manifest(p.parent) for p in sorted(release_root.glob("*/manifest.json"))]
     categories = sorted({get_task(m.task).hf_task_category for m in manifests}) or ["other"]
@@ -155,7 +155,7 @@ def publish(path: str | Path, to: str | Path, *, repo_id: str | None = None) -> 
     `repo_id` (the Hub dataset repository, e.g. "ORG/ssmbench") goes into the printed commands and, when given,
     into croissant.json's `url`.
     """
-    from ..build.cards import write_card
+    from ..make.cards import write_card
 
     root = Path(path)
     manifest = load_manifest(root)

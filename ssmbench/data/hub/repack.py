@@ -34,12 +34,12 @@ import numpy as np
 
 from ...errors import ConfigError, DatasetError, VerificationError
 from ...plain import file_sha256
-from ..build.provenance import created_utc
-from ..build.shards import content_prefix
 from ..folder.atomic import atomic_write_json
 from ..folder.manifest import Manifest, load_manifest, read_manifest_json
 from ..folder.safe_paths import inside
 from ..folder.splits import SPLIT_ORDER
+from ..make.provenance import created_utc
+from ..make.shards import content_prefix
 
 JOURNAL = ".repack.json"
 LEVELS = {"zstd": (1, 22, 3), "gzip": (0, 9, 4)}
@@ -243,7 +243,7 @@ def repack(path: str | Path, codec: str = "zstd:3", out: str | Path | None = Non
         if (root / ".download.json").exists():
             shutil.copy2(root / ".download.json", dst / ".download.json")
     atomic_write_json(dst / "manifest.json", new)
-    from ..build.cards import write_card
+    from ..make.cards import write_card
 
     write_card(dst, new)
     journal_path.unlink(missing_ok=True)

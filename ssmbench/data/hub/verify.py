@@ -26,12 +26,12 @@ import numpy as np
 
 from ...errors import VerificationError
 from ...plain import file_sha256
-from ..build.preview import PREVIEW_FILE, preview_problem
-from ..build.shards import content_prefix, row_hashes
 from ..folder.checks import absent_by_selection
 from ..folder.manifest import Manifest, ShardInfo, load_manifest
 from ..folder.safe_paths import UnsafePathError, inside
 from ..folder.splits import SPLIT_ORDER
+from ..make.preview import PREVIEW_FILE, preview_problem
+from ..make.shards import content_prefix, row_hashes
 
 
 @dataclass
@@ -151,7 +151,7 @@ def verify_dataset(path: str | Path, deep: bool = False, regenerate: int | None 
 
 
 def _deep(root: Path, manifest: Manifest, report: VerifyReport, oracle_rows: int, workers: int = 1) -> None:
-    from ..build.jobs import run_jobs
+    from ..make.jobs import run_jobs
 
     absent = set(report.absent)
     jobs = [{"file": str(root / shard.path), "rel": shard.path, "content_sha256": shard.content_sha256 or {},

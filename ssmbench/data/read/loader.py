@@ -35,7 +35,7 @@ on arrival (`ssmbench.data.read.columns`), so "model" costs no more bytes betwee
 Example (a 40-sample Shift build; a Pathfinder-512 item is inputs (262144, 1) float32, targets (262144,) int64):
 
     >>> import tempfile, torch
-    >>> from ssmbench.data.build.generate import generate_dataset
+    >>> from ssmbench.data.make.generate import generate_dataset
     >>> from ssmbench.task_config import resolve_config
     >>> tmp = tempfile.TemporaryDirectory()
     >>> config = resolve_config("shift", length=64)[1]

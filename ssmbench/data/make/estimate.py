@@ -30,7 +30,7 @@ attributes, fixed arrays) does not depend on the values, so it is measured on sh
 lengths. The manifest, data card, croissant.json and preview are added for the folder's size. De-duplicated tasks
 also keep their candidate shards under `.build/` until finalize, so their peak is about twice the final size.
 
->>> from ssmbench.data.build.generate import plan_build
+>>> from ssmbench.data.make.generate import plan_build
 >>> from ssmbench.registry import get_task
 >>> task, config = get_task("cumsum"), get_task("cumsum").Config(L=64)
 >>> est = estimate_build(task, config, plan_build("cumsum", config, n=4000, samples_per_shard=256), workers=1)
