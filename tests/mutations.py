@@ -1,6 +1,6 @@
 """Re-apply the hand mutations of issue 26 one at a time and check that a test fails on each ("killed").
 
-    PYTHONSAFEPATH=1 python benchmarks/mutations.py [--only SUBSTRING] [--list] [--allow-dirty] [--no-baseline]
+    PYTHONSAFEPATH=1 python tests/mutations.py [--only SUBSTRING] [--list] [--allow-dirty] [--no-baseline]
 
 Each entry of MUTATIONS names a file, the exact text to replace (it must occur exactly once), the mutated text and
 the pytest node ids that must catch it. For each selected entry the script
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         if JOURNAL.exists():
             record = json.loads(JOURNAL.read_text())
             raise Refused(f"a killed run left {record['file']} mutated ({record['key']}): run `python "
-                          "benchmarks/mutations.py --restore` first")
+                          "tests/mutations.py --restore` first")
         dirty = git_dirty(files)
         if dirty and not args.allow_dirty:
             raise Refused(f"uncommitted changes in {', '.join(dirty)}: commit them first (this script edits files "
