@@ -258,7 +258,7 @@ def test_catalogue_errors(tmp_path):
     bad.write_text(json.dumps({"format": 1, "datasets": {"x": {"sources": [], "manifest_sha256": "zz"}}}))
     with pytest.raises(Exception, match="needs `sources`"):
         load_catalog(bad, env=False)
-    builtin = load_catalog(None, env=False)  # entries written by benchmarks/paper_suite.py from real builds
+    builtin = load_catalog(None, env=False)  # entries written by ssmbench/data/hub/catalog_build.py from real builds
     assert "shift-4096-ci" in builtin
     for name in builtin:
         e = builtin[name]

@@ -1,7 +1,7 @@
 """Download catalogues: dataset name -> where it is hosted, the manifest's sha256 and the size.
 
 Three sources are merged: the built-in `ssmbench/catalog.json` (the paper's datasets as built by
-benchmarks/paper_suite.py: rebuilt by `ssmbench get`, since none is hosted yet),
+`python -m ssmbench.data.hub.catalog_build`: rebuilt by `ssmbench get`, since none is hosted yet),
 `$SSMBENCH_CATALOG` (one or more files separated by the OS path separator) and `--catalog FILE`. A name present in
 two different catalogues is an error naming both, so a download never silently picks one of two pins.
 

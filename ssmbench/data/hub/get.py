@@ -172,7 +172,7 @@ def _check(folder: Path, entry: CatalogEntry, workers: int | None = None,
 
     if not entry.shards:
         raise DatasetError(f"catalogue entry {entry.name!r} lists no shards to check against",
-                           "use a catalogue entry written by benchmarks/paper_suite.py")
+                           "use a catalogue entry written by `python -m ssmbench.data.hub.catalog_build`")
     manifest = _read_manifest(folder)
     on_disk = {p.relative_to(folder).as_posix() for p in folder.glob("*/*.h5")}
     left_out = absent_by_selection(folder)

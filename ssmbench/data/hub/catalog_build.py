@@ -1,13 +1,15 @@
 """Build and deep-verify the paper's datasets; time each; write their catalogue entries (ssmbench/catalog.json).
 
-    PYTHONSAFEPATH=1 python benchmarks/paper_suite.py --root /scratch/paper             # ListOps + Pathfinder
-    PYTHONSAFEPATH=1 python benchmarks/paper_suite.py --root /scratch/paper --atomic    # all 15
-    PYTHONSAFEPATH=1 python benchmarks/paper_suite.py --root /tmp/p --only shift-4096,listops_subtrees-dlr
-    PYTHONSAFEPATH=1 python benchmarks/paper_suite.py --root /tmp/p --fraction 0.1 --no-catalog   # extrapolated
-    PYTHONSAFEPATH=1 python benchmarks/paper_suite.py --report results.json         # print the table again
+    python -m ssmbench.data.hub.catalog_build --root /scratch/paper             # ListOps + Pathfinder
+    python -m ssmbench.data.hub.catalog_build --root /scratch/paper --atomic    # all 15
+    python -m ssmbench.data.hub.catalog_build --root /tmp/p --only shift-4096,listops_subtrees-dlr
+    python -m ssmbench.data.hub.catalog_build --root /tmp/p --fraction 0.1 --no-catalog   # extrapolated
+    python -m ssmbench.data.hub.catalog_build --report results.json         # print the table again
+
+(Prefix `PYTHONSAFEPATH=1` from the repository root with a wheel or strict editable install: docs/testing.md.)
 
 The suite (`PAPER`): the 11 atomic tasks at L = 4096 with the paper's 16,000 samples (only with --atomic: the
-harness streams them, see benchmarks/atomic_stream_vs_read.py), ListOps-Subtrees with 100,000, and
+harness streams them, see benchmarks/data/atomic_stream_vs_read.py), ListOps-Subtrees with 100,000, and
 Pathfinder-Segmentation at 128, 256 and 512 with 100,000 images each under the reference label rule (the masks the
 paper's Table 3 was measured on; README "Two label rules"). Each dataset is built with
 `ssmbench generate ... --workers W` and then checked with `ssmbench verify --deep --workers W`, both as child processes
@@ -22,6 +24,9 @@ After a full-size build that verifies, its entry (name, generate arguments, work
 content digest, codec per field, every shard's size, sha256 and per-field content hashes, bytes, measured build
 time) is written into `--catalog` (default: the packaged ssmbench/catalog.json); `ssmbench get NAME` rebuilds it
 and checks every shard against it. `REDUCED` is the reduced-n twin of one paper entry that the tests rebuild.
+
+A maintainer's tool, run from a checkout (the default `--results` is the checkout's
+benchmarks/results/paper_suite.json); it needs nothing beyond the installed `ssmbench` command.
 """
 
 from __future__ import annotations
@@ -71,7 +76,9 @@ DESCRIPTIONS = {
     "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "
                      "every machine"}
 GOAL_S = 30 * 60
-REPO = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]
+"""ssmbench/, which holds the packaged catalog.json."""
+REPO = PACKAGE.parent
 
 
 def ssmbench_cli() -> str:
@@ -270,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nice", type=int, default=10)
     ap.add_argument("--fraction", type=float, default=1.0, help="build this fraction of each and extrapolate")
     ap.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "paper_suite.json")
-    ap.add_argument("--catalog", type=Path, default=REPO / "ssmbench" / "catalog.json")
+    ap.add_argument("--catalog", type=Path, default=PACKAGE / "catalog.json")
     ap.add_argument("--no-catalog", dest="catalog", action="store_const", const=None)
     ap.add_argument("--report", type=Path, help="print the table of a results JSON and exit")
     ap.add_argument("--verify-only", action="store_true",
