@@ -9,15 +9,15 @@ import sys
 
 from support import REPO, load_file
 
-paper_table = load_file(REPO / "benchmarks" / "paper_table.py", "paper_table")
-GRID = REPO / "benchmarks" / "gpu" / "paper_grid.py"
+paper_table = load_file(REPO / "benchmarks" / "paper" / "paper_table.py", "paper_table")
+GRID = REPO / "benchmarks" / "paper" / "paper_grid.py"
 
 
 def test_results_page_shows_exactly_the_committed_paper_runs():
-    """docs/results.md's paper table is what benchmarks/paper_table.py makes from benchmarks/results/paper/."""
+    """docs/results.md's paper table is what benchmarks/paper/paper_table.py makes from benchmarks/results/paper/."""
     page = paper_table.PAGE.read_text()
     section = page.split(paper_table.START, 1)[1].split(paper_table.END, 1)[0]
-    assert section.strip() == paper_table.table().strip(), "run: python benchmarks/paper_table.py --write"
+    assert section.strip() == paper_table.table().strip(), "run: python benchmarks/paper/paper_table.py --write"
 
 
 def test_every_committed_cell_is_a_finished_full_protocol_run():

@@ -1,5 +1,5 @@
 """The MAD tasks (generators/mad_*.py): what MAD's generators promise, checked on our samples without mad-lab (the
-distribution comparison with mad-lab itself is benchmarks/fidelity_mad.py)."""
+distribution comparison with mad-lab itself is benchmarks/fidelity/mad_lab.py)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def _dilation_has_no_sample(offsets: list[tuple[int, int]], size: int) -> bool:
 def test_seedable_orientations_equal_a_brute_force_dilation(length, thickness, margin, alive):
     """The quadrant shortcut equals scanning every pixel of a small image for a structuring element with no
     in-image sample (cv2.dilate's -DBL_MAX, which makes the reference give up on that orientation). The counts
-    are the reference's own, measured by benchmarks/pathfinder_lra_reference.py (32 / 64 / 128 at m = 2)."""
+    are the reference's own, measured by benchmarks/fidelity/pathfinder_lra_reference.py (32 / 64 / 128 at m = 2)."""
     got = seedable_orientations(length, thickness, margin, 2)
     w = length + margin
     for i in range(0, 360, 3):

@@ -1,6 +1,6 @@
 """A training step of the harness dispatches the bare loop's operators plus a fixed few: on a GPU, where a small
 model's step is bound by the host launching ~1,000 operators, anything added to every step (a metric, a
-synchronisation, clipping that was not asked for) would show in full (`benchmarks/step_ops.py`, issue 25)."""
+synchronisation, clipping that was not asked for) would show in full (`benchmarks/harness/step_ops.py`, issue 25)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ADDED = {  # operator: times per step, and why
 
 @pytest.mark.parametrize("model", ["dlr"])
 def test_the_harness_adds_only_the_batch_hand_over_and_the_loss_sum_to_a_step(model):
-    harness, bare = load_file(REPO / "benchmarks" / "step_ops.py").step_operators(model, length=32)
+    harness, bare = load_file(REPO / "benchmarks" / "harness" / "step_ops.py").step_operators(model, length=32)
     added = {k: harness.get(k, 0) - bare.get(k, 0) for k in set(harness) | set(bare)}
     added = {k: v for k, v in added.items() if abs(v) >= 0.5}
     assert added == ADDED

@@ -25,7 +25,7 @@ def tiny(tmp_path, name="run", task="cumsum", model="dlr", **extra):
 
 def test_dlr_learns_cumsum_on_cpu(tmp_path):
     """The CI bar of the quick protocol: DLR reaches R² > 0.95 on cumsum at L = 128 in at most 300 steps
-    (about 10 s on 2 idle cores; timing targets live in benchmarks/harness.py, not here)."""
+    (about 10 s on 2 idle cores; timing targets live in benchmarks/harness/overhead.py, not here)."""
     r = ssmbench.evaluate("dlr", "cumsum", overrides={
         "L": 128, "model.d_model": 32, "model.d_state": 128, "train.steps": 300, "train.eval_every": 100,
         "train.lr": 1e-3, "eval.val_samples": 256, "eval.test_samples": 256, "data.workers": 1},

@@ -88,7 +88,7 @@ def test_long_sequence_memory_and_init() -> None:
 
 
 def _fused_ops():
-    """mamba_ssm's `selective_scan_interface` on a CUDA device, or skip (benchmarks/gpu/build_mamba_scan.py builds it
+    """mamba_ssm's `selective_scan_interface` on a CUDA device, or skip (benchmarks/paper/build_mamba_scan.py builds it
     from state-spaces/mamba where no wheel fits the local torch)."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")

@@ -1,0 +1,1 @@
+"""ssmbench's benchmark scripts, by kind (benchmarks/README.md); a package only so that scripts share code."""

@@ -1,0 +1,1 @@
+"""Data speed: generation, builds, estimates, codecs, downloads and reading (benchmarks/README.md)."""

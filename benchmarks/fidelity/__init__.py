@@ -1,0 +1,1 @@
+"""Fidelity: ssmbench's generators against the outside generators they follow (benchmarks/README.md)."""
