@@ -65,7 +65,7 @@ def atomic_spec(T: int, d_input: int, l_output: int, d_output: int, causal: bool
     """The Spec of an atomic regression task.
 
     Storage: gzip level 1, byte shuffle only for the fields in `shuffled`; chosen per field by
-    `benchmarks/codecs.py` (benchmarks/results/codecs_cpu_atomic.txt): on the noisy inputs and sparse targets
+    `benchmarks/data/codecs.py` (benchmarks/results/codecs_cpu_atomic.txt): on the noisy inputs and sparse targets
     shuffle makes files bigger and writes slower, on smooth single-channel targets (cumsum, sort, reverse,
     context_shift) and MIPS's 14-channel inputs it wins; levels above 1 cost up to 2x the write time for under
     2 % of size.

@@ -194,7 +194,7 @@ def conv_layer(x: torch.Tensor, kernel_fn, D: torch.Tensor, *, bidirectional: bo
     The FFT runs along the last dimension, on the (B, H, L) view; its output is laid out once as x (one copy, in
     x's dtype), so that D u, GELU, their backward and the layers after read memory in order. Applied to the
     transposed view instead, every one of them ran strided: an SGConv layer's forward+backward took 7-26 % longer
-    on the CPU (benchmarks/conv_layout.py), and GELU took ATen's scalar erf (outputs differ by float32 rounding).
+    on the CPU (benchmarks/harness/conv_layout.py), and GELU took ATen's scalar erf (outputs differ by float32 rounding).
 
     Args:
         x: (B, L, H). kernel_fn: length -> (C_k, H, length) real kernels (C_k = 2 when bidirectional).
