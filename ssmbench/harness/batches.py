@@ -153,7 +153,7 @@ def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
     shared-memory ring (`ring.reserve`), when the message is large enough and a slot is free, and travels as (ring,
     slot): the training process then maps no new shared memory, takes no file descriptor over a socket, and unmaps
     nothing per message (on a 1-layer step at the paper setting those held the GIL for about 2 ms a message, stalling
-    a host-bound training thread; `benchmarks/feed_host_cost.py --beside-step`). In a worker without a free slot,
+    a host-bound training thread; `benchmarks/harness/feed_host_cost.py --beside-step`). In a worker without a free slot,
     the stack is made in new shared memory allocated here (`shm_full.shared_empty`: a full /dev/shm then raises in
     the worker and reaches the training process, instead of dropping the message); in the training process, plain
     tensors.
@@ -256,7 +256,7 @@ class TrainFeed:
     def shm_note(self) -> str | None:
         """One line when a small /dev/shm (a container's default 64 MiB) made the workers' messages smaller than a
         full ring gives them: each message costs the training process some host time, which a fast GPU step feels
-        (on a host-bound proxy step, `benchmarks/feed_small_shm.sh`, the staged feed cost a median +34 % with one-step
+        (on a host-bound proxy step, `benchmarks/harness/feed_small_shm.sh`, the staged feed cost a median +34 % with one-step
         messages against +6 % with ten-step ones, the training thread sleeping 0.44 against 0.05 ms a step); None
         otherwise."""
         if self.workers <= 0 or self.steps_per_message >= self.steps_per_message_full:

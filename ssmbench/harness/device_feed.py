@@ -7,7 +7,7 @@ training thread sends each step's rows with one non-blocking copy per field on t
 event after the message's last step. A buffer is written again only once the training thread has sent all of it
 and its event has passed on the GPU (a wait that happens only when the host runs `slots` messages ahead of the GPU,
 which is then busy). Copying whole messages keeps the thread's takes of the GIL to a few a message: each take stalls
-a training thread that launches kernels non-stop (`benchmarks/feed_host_cost.py --beside-step`).
+a training thread that launches kernels non-stop (`benchmarks/harness/feed_host_cost.py --beside-step`).
 
 This replaces the DataLoader's `pin_memory=True`, whose thread allocates new pinned memory for every worker message:
 a cudaHostAlloc, which page-locks the whole message while holding the CUDA driver's lock (torch's pinned cache
@@ -47,7 +47,7 @@ atomic setting, where a message is 10 steps of 1 MiB; a feed without messages ha
 
 LOADER_PINS = False
 """True: the former path (the DataLoader's pin-memory thread pins every worker message; the training step sends
-the batch). Only for A/B measurements (`benchmarks/harness.py --feed loader-pinned`)."""
+the batch). Only for A/B measurements (`benchmarks/harness/overhead.py --feed loader-pinned`)."""
 
 _END = object()
 

@@ -2,7 +2,7 @@
 
 torch's default is one thread per core it sees, whatever else runs there. On a shared machine (a cluster node, a
 laptop, a CI runner) that oversubscribes the cores: OpenMP threads that spin while waiting for each other make a
-step several times slower (measured: 5.7-7.5x on a 2-core machine at load 8; `benchmarks/contention.py`). The
+step several times slower (measured: 5.7-7.5x on a 2-core machine at load 8; `benchmarks/harness/contention.py`). The
 harness therefore uses
 
     threads = CPUs this process may use (affinity, cgroup CPU quota) - data worker processes   (at least 1)
