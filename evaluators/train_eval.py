@@ -1,6 +1,6 @@
 """The default evaluator: train with the task's protocol, select on validation, score test once.
 
-Thin glue over `ssmbench.harness.evaluation.train_and_score` (the loop is `ssmbench.harness.trainer.train`):
+Thin glue over `ssmbench.harness.evaluation.train_and_score` (the loop is `ssmbench.harness.training.trainer.train`):
 `ssmbench eval` (`--evaluator train_eval`, the default) and `ssmbench.evaluate(...)` take this path.
 """
 

@@ -3,7 +3,7 @@ input itself (Poli et al. 2024, athms/mad-lab `generate_compression_instance`; d
 
 MAD scores this task with an autoencoder backbone: the encoder's state at the marker, decoded by an MLP from
 positional embeddings alone, must reproduce the whole sequence. Stored as MAD stores it; the task's policy asks the
-harness for that readout (`model.pool = "bottleneck"`, ssmbench/harness/bottleneck.py; see the data card).
+harness for that readout (`model.pool = "bottleneck"`, ssmbench/harness/models/bottleneck.py; see the data card).
 
 Worked example (vocab 8: ids 0-6, marker 7)::
 

@@ -330,5 +330,5 @@ class Evaluator(abc.ABC):
     @abc.abstractmethod
     def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
             quiet: bool = False, logger: str | None = None, **options: Any) -> Any:
-        """Run the protocol for `config` (a `ssmbench.harness.run_config.RunConfig`) in the run folder `out` (or a
+        """Run the protocol for `config` (a `ssmbench.harness.config.run_config.RunConfig`) in the run folder `out` (or a
         new one under `runs_root`); returns an `EvalResult` (run_dir, config, metrics)."""

@@ -9,7 +9,7 @@ from torch import nn
 
 from ssmbench.api import Spec
 from ssmbench.errors import ConfigError, SsmbenchError
-from ssmbench.harness.backbone import ScalarLayerNorm, SequenceModel
+from ssmbench.harness.models.backbone import ScalarLayerNorm, SequenceModel
 
 
 def spec(**kw: object) -> Spec:

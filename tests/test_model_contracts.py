@@ -8,7 +8,7 @@ import inspect
 import pytest
 import torch
 
-from ssmbench.harness.models import check_causality
+from ssmbench.harness.models.build import check_causality
 from ssmbench.reference_models import BUILTIN
 from ssmbench.registry import models
 

@@ -9,7 +9,7 @@ import pytest
 
 from ssmbench.reference_models import BUILTIN
 
-MODULES = [f"ssmbench.reference_models.{name}" for name in BUILTIN] + ["ssmbench.harness.models", "ssmbench.harness.optim_groups"]
+MODULES = [f"ssmbench.reference_models.{name}" for name in BUILTIN] + ["ssmbench.harness.models.build", "ssmbench.harness.models.optim_groups"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)

@@ -12,8 +12,8 @@ from torch import nn
 from ssmbench import registry
 from ssmbench.api import Spec
 from ssmbench.errors import ConfigError, SsmbenchError
-from ssmbench.harness.backbone import SequenceModel
-from ssmbench.harness.models import build_model, causality_checks, check_causality
+from ssmbench.harness.models.backbone import SequenceModel
+from ssmbench.harness.models.build import build_model, causality_checks, check_causality
 from ssmbench.reference_models.dlr import DLR
 
 PLUGIN = textwrap.dedent('''

@@ -327,7 +327,7 @@ def test_the_memory_estimate_counts_the_samples_of_one_rank(monkeypatch):
 
     import torch
 
-    from ssmbench.harness import memory
+    from ssmbench.harness.training import memory
 
     monkeypatch.setattr(memory, "saved_bytes_per_sample", lambda model, x: 100)
 
@@ -347,7 +347,7 @@ def test_free_cpu_memory_is_memavailable_not_memfree(tmp_path):
     used, and runs that fit are refused. A faked /proc/meminfo (MemFree listed first, as the kernel does)."""
     import torch
 
-    from ssmbench.harness.memory import free_bytes
+    from ssmbench.harness.training.memory import free_bytes
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       16000 kB\nMemFree:          300 kB\nMemAvailable:    9000 kB\n"
@@ -364,7 +364,7 @@ def test_free_cpu_memory_is_memavailable_not_memfree(tmp_path):
 def test_cgroup_quota_is_quota_over_period(tmp_path):
     """Mutation: the cgroup quota inverted (threads.py): 150000 us per 100000 us period is 1.5 CPUs (not 0.67);
     v1 files likewise; no quota is None."""
-    from ssmbench.harness.threads import cgroup_cpu_limit
+    from ssmbench.harness.runtime.threads import cgroup_cpu_limit
 
     v2 = tmp_path / "v2"
     v2.mkdir()
@@ -388,7 +388,7 @@ def test_usable_cpus_is_the_affinity_capped_by_the_quota_rounded_up(monkeypatch)
     """The affinity mask (8 CPUs, faked) capped by a 1.5-CPU quota: ceil(1.5) = 2; no quota: 8."""
     import os
 
-    from ssmbench.harness import threads
+    from ssmbench.harness.runtime import threads
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root=None: 1.5)
@@ -400,7 +400,7 @@ def test_usable_cpus_is_the_affinity_capped_by_the_quota_rounded_up(monkeypatch)
 @pytest.mark.parametrize("cpus,workers,threads_", [(4, 1, 3), (4, 0, 4), (4, 3, 1), (4, 4, 1), (2, 1, 1)])
 def test_threads_are_usable_cpus_minus_data_workers(monkeypatch, cpus, workers, threads_):
     """Mutation: the worker count off by one (threads.py). threads = usable CPUs - data workers, at least 1."""
-    from ssmbench.harness import threads
+    from ssmbench.harness.runtime import threads
 
     monkeypatch.setattr(threads, "usable_cpus", lambda: cpus)
     assert threads.choose_threads(None, workers, environ={}) == (
@@ -411,7 +411,7 @@ def test_apply_threads_sets_torchs_thread_count():
     """Mutation: the chosen thread count never applied (threads.py): torch keeps its own count."""
     import torch
 
-    from ssmbench.harness.threads import apply_threads
+    from ssmbench.harness.runtime.threads import apply_threads
 
     before = torch.get_num_threads()
     target = 2 if before == 1 else 1

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ssmbench.errors import SsmbenchError
-from ssmbench.harness.optim_groups import describe, param_groups
+from ssmbench.harness.models.optim_groups import describe, param_groups
 from ssmbench.reference_models.dlr import DLR
 from ssmbench.reference_models.lru import LRU
 from ssmbench.reference_models.s4d import S4D

@@ -92,7 +92,7 @@ def _task_fields(task: str) -> set[str] | None:
 
 
 def _run_sections() -> dict[str, set[str]]:
-    from ssmbench.harness import run_config as rc
+    from ssmbench.harness.config import run_config as rc
 
     return {name: {f.name for f in dataclasses.fields(cls)} for name, cls in
             (("train", rc.TrainConfig), ("eval", rc.EvalConfig), ("data", rc.DataConfig),

@@ -148,17 +148,17 @@ def test_a_folder_with_fewer_samples_than_one_metric_batch_is_refused(tmp_path):
     """A folder task scores min(eval.val_samples, the split's samples): a folder holding 4 val samples under the
     quick preset's metric batch of 16 is refused naming the folder; a metric batch of 4 runs."""
     from ssmbench.data.make.generate import generate_dataset
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.resolver import resolve_run
     from support import tiny_config
 
     folder = generate_dataset("pathfinder", tiny_config("pathfinder"), out=tmp_path, n=12,
                               split={"train": 4, "val": 4, "test": 4}, quiet=True).path
     with pytest.raises(ConfigError) as caught:
-        RunConfig.resolve("dlr", "pathfinder", data=folder)
+        resolve_run("dlr", "pathfinder", data=folder)
     assert str(caught.value) == (f"eval.metric_batch_size: 16 is more than the 4 val samples scored (all 4 of "
                                  f"{folder}): no complete virtual batch, so every per-batch metric (*_batchavg) "
                                  "would read nan")
     assert caught.value.hint == ("pass -o eval.metric_batch_size=4 (or less), or use a folder with at least 16 val "
                                  "samples")
-    cfg = RunConfig.resolve("dlr", "pathfinder", data=folder, overrides={"eval.metric_batch_size": 4})
+    cfg = resolve_run("dlr", "pathfinder", data=folder, overrides={"eval.metric_batch_size": 4})
     assert cfg.eval.metric_batch_size == 4

@@ -1,7 +1,7 @@
 """The size of `checkpoints/last.pt` for each `--preset paper` row of the atomic tasks (what a time-limited job writes
 at every checkpoint and when it stops), measured on real files.
 
-For each row the model is built at the row's settings (`RunConfig.resolve` with the row's preset) and the trainer's
+For each row the model is built at the row's settings (`resolver.resolve_run` with the row's preset) and the trainer's
 own `start` + `checkpoint` write `last.pt` after one optimiser update with zero gradients: the same file a 1-step
 run writes (model, AdamW state with both moments, schedule, loop state, random state, config), without materialising
 an L = 4096 kernel on the CPU. `--check ROW` also runs the row for one real step through `ssmbench eval` (small
@@ -28,7 +28,7 @@ SMALL = {"eval.val_samples": 16, "eval.test_samples": 16, "eval.batch_size": 2, 
 
 
 def rows() -> list[str]:
-    from ssmbench.harness.presets import list_presets
+    from ssmbench.harness.config.presets import list_presets
 
     return [i["name"] for i in list_presets() if i["name"].split("/")[:2] in (["dlr_paper", "atomic"],
                                                                           ["dlr_paper", "atomic512"])]
@@ -43,13 +43,13 @@ def synthetic(row: str, folder: Path) -> tuple[int, int]:
     """(parameters, bytes of last.pt) from the trainer's own checkpoint after one zero-gradient update."""
     import torch
 
-    from ssmbench.harness import distributed as D
-    from ssmbench.harness.run_config import RunConfig
-    from ssmbench.harness.run_folder import RunFolder
-    from ssmbench.harness.trainer import checkpoint, setup, start
+    from ssmbench.harness.config.resolver import resolve_run
+    from ssmbench.harness.results.run_folder import RunFolder
+    from ssmbench.harness.runtime import distributed as D
+    from ssmbench.harness.training.trainer import checkpoint, setup, start
 
     task, length = TASK[row.split("/")[1]]
-    cfg = RunConfig.resolve(model_of(row), task, row, length=length, overrides=SMALL)
+    cfg = resolve_run(model_of(row), task, row, length=length, overrides=SMALL)
     s = setup(cfg, D.init_distributed("cpu"))
     run = RunFolder(folder)
     run.create()

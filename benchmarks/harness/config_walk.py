@@ -128,7 +128,7 @@ def main() -> None:
             "-o", "train.warmup_steps=0", "-o", "model.d_model=4", "-o", "model.n_layers=1",
             "-o", "eval.val_samples=2", "-o", "eval.test_samples=2", "-o", "eval.metric_batch_size=1",
             "-o", "data.workers=0", "--out", tempfile.mkdtemp(dir=work) + "/run", "-q"]
-    import ssmbench.harness.trainer  # noqa: F401  (imported untraced: torch's import is no part of the walk)
+    import ssmbench.harness.training.trainer  # noqa: F401  (imported untraced: torch's import is no part of the walk)
     import ssmbench.registry
     from ssmbench.cli.app import main as cli_main
 

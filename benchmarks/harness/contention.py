@@ -6,7 +6,7 @@ For each number of competing CPU-bound processes (pure-Python busy loops, one pe
 DLR CUMSUM run (L = 512, `train.steps` = --steps, 1 data worker) is timed with three thread settings, interleaved
 round by round so that every setting sees the same background:
 
-* `chosen`  -- the harness's rule (`ssmbench.harness.threads`: usable CPUs minus data workers);
+* `chosen`  -- the harness's rule (`ssmbench.harness.runtime.threads`: usable CPUs minus data workers);
 * `1`       -- `-o hardware.threads=1`;
 * `cores`   -- one thread per core (`-o hardware.threads=<os.cpu_count()>`): torch's own default, what the harness
   did before it chose.

@@ -38,15 +38,15 @@ from benchmarks.harness.step_ab import thread_clock  # noqa: E402
 def _messages_line(workers: int) -> str:
     """'K steps a message, /dev/shm N MiB free': what sized the workers' messages (`message_size.message_bytes`)."""
     from ssmbench.data.read.ring import shm_free
-    from ssmbench.harness.batches import TrainFeed
+    from ssmbench.harness.feed.batches import TrainFeed
 
     k = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 10 ** 6, workers=workers).steps_per_message
     return f"{k} steps a message, /dev/shm {(shm_free() or 0) >> 20} MiB free"
 
 
 def _host_only_feed(stage: bool, workers: int):
-    from ssmbench.harness.batches import TrainFeed
-    from ssmbench.harness.device_feed import DeviceFeed
+    from ssmbench.harness.feed.batches import TrainFeed
+    from ssmbench.harness.feed.device_feed import DeviceFeed
 
     class HostOnly(DeviceFeed):
         def _pinned(self, nbytes: int) -> torch.Tensor:
@@ -101,10 +101,10 @@ def cost(stage: bool, workers: int, batches: int = 32) -> tuple[float, float, fl
 
 def _host_bound_step():
     """A bare training step (zero_grad, MSE, backward, AdamW) of a tiny DLR: dispatch-bound on any device."""
-    from ssmbench.harness import trainer
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.resolver import resolve_run
+    from ssmbench.harness.training import trainer
 
-    cfg = RunConfig.resolve("dlr", "cumsum", "quick", overrides={
+    cfg = resolve_run("dlr", "cumsum", "quick", overrides={
         "task.L": 64, "model.d_model": 8, "train.batch_size": 2, "data.workers": 0, "hardware.threads": 1,
         "hardware.device": "cpu"})  # host only, also where a GPU is present (the model is built on the run's device)
     model = trainer.setup(cfg).model
@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--hold", type=float, metavar="SECONDS",
                     help="only run the host-bound step beside the staged feed this long (for a profiler)")
     args = ap.parse_args()
-    from ssmbench.harness.batches import prefer_fork_safe_numba
+    from ssmbench.harness.feed.batches import prefer_fork_safe_numba
 
     prefer_fork_safe_numba()
     if args.hold:

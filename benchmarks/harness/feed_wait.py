@@ -15,7 +15,7 @@ import time
 
 
 def wait_share(task: str, length: int, workers: int, step_ms: float, steps: int, k: int | None) -> float:
-    from ssmbench.harness.batches import TrainFeed
+    from ssmbench.harness.feed.batches import TrainFeed
 
     feed = iter(TrainFeed(task, {"L": length}, 0, 16, 0, steps, workers=workers, prefetch=4, steps_per_message=k))
     for _ in range(40):
@@ -41,8 +41,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args()
 
-    from ssmbench.harness.batches import prefer_fork_safe_numba
-    from ssmbench.harness.message_size import auto_steps_per_message, message_bytes
+    from ssmbench.harness.feed.batches import prefer_fork_safe_numba
+    from ssmbench.harness.feed.message_size import auto_steps_per_message, message_bytes
 
     prefer_fork_safe_numba()
     print(f"batch 16, L={args.length}, {args.workers} workers, simulated step {args.step_ms} ms")

@@ -15,7 +15,7 @@ stall, which moves the mean of a short run, is told apart from work added to eve
 and where it fell; and the run's `startup_s` (its untimed first step, with every data worker's start-up).
 
 `--feed staged loader-pinned` runs the harness twice per model: batches sent through the feed's pinned buffers
-(`ssmbench/harness/device_feed.py`, the default) and the former path (the DataLoader's pin-memory thread pins every
+(`ssmbench/harness/feed/device_feed.py`, the default) and the former path (the DataLoader's pin-memory thread pins every
 worker message). On CUDA each harness row also reports the pinned host allocations made during the run
 (cudaHostAlloc calls and their time, from `torch.cuda.host_memory_stats`; the pinned cache is emptied before each
 run, as in a fresh process; a staged run makes its 2 x slots buffers at the first step, which is not timed) and
@@ -67,10 +67,10 @@ def bare_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tenso
 def bare_loop(cfg, steps: int, device: torch.device) -> tuple[float, int, float]:
     """Seconds per step, peak bytes and the median seconds per step over WINDOW-step stretches of a plain loop over
     one resident batch."""
-    from ssmbench.harness.batches import EvalSet
-    from ssmbench.harness.optim_groups import param_groups
-    from ssmbench.harness.threads import apply_threads
-    from ssmbench.harness.trainer import setup
+    from ssmbench.harness.feed.batches import EvalSet
+    from ssmbench.harness.models.optim_groups import param_groups
+    from ssmbench.harness.runtime.threads import apply_threads
+    from ssmbench.harness.training.trainer import setup
 
     s = setup(cfg)
     t = cfg.train
@@ -133,7 +133,7 @@ def _host_allocs(device: torch.device) -> tuple[int, float]:
 def _recorded_steps():
     """For the runs inside, in step order: the trainer's data wait of each step (`DeviceFeed.last_wait`) and the
     host clock when the step's batch was handed over (differences: one step's host time, its data wait included)."""
-    from ssmbench.harness import device_feed
+    from ssmbench.harness.feed import device_feed
 
     waits: list[float] = []
     handed: list[float] = []
@@ -177,11 +177,11 @@ def main() -> None:
     ap.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = ap.parse_args()
 
-    from ssmbench.harness import device_feed
-    from ssmbench.harness.batches import prefer_fork_safe_numba
+    from ssmbench.harness.config.resolver import resolve_run
     from ssmbench.harness.evaluation import evaluate
-    from ssmbench.harness.message_size import auto_steps_per_message, message_bytes
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.feed import device_feed
+    from ssmbench.harness.feed.batches import prefer_fork_safe_numba
+    from ssmbench.harness.feed.message_size import auto_steps_per_message, message_bytes
 
     prefer_fork_safe_numba()  # as `ssmbench eval` does before any batch: forked workers, and torch's threads kept
     device = torch.device(args.device if args.device != "cuda" else "cuda:0")
@@ -195,7 +195,7 @@ def main() -> None:
                     "eval.test_samples": 16, "data.workers": args.workers, "hardware.device": args.device,
                     "train.log_every": 10 ** 9}
             try:
-                cfg = RunConfig.resolve(model, task, preset, overrides=keys)
+                cfg = resolve_run(model, task, preset, overrides=keys)
             except Exception as exc:  # noqa: BLE001 - a model without a row is reported, not fatal
                 print(f"skip {setting}/{model}: {exc}", file=sys.stderr)
                 continue

@@ -18,7 +18,7 @@ import time
 
 def main() -> None:
     from ssmbench.data.read import ring
-    from ssmbench.harness.batches import TrainFeed, prefer_fork_safe_numba
+    from ssmbench.harness.feed.batches import TrainFeed, prefer_fork_safe_numba
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=1)

@@ -77,16 +77,16 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
     """Per kind (bare / train_step / train_step + feed), medians over `rounds` interleaved rounds of seconds per
     step: (wall, the training thread's CPU, its time waiting for a core). With `busy` (a dict) on CUDA, each kind's
     `device_busy` over one more round is stored in it."""
-    from ssmbench.harness import trainer
-    from ssmbench.harness.batches import EvalSet, prefer_fork_safe_numba
-    from ssmbench.harness.device_feed import train_feed
-    from ssmbench.harness.run_config import RunConfig
-    from ssmbench.harness.run_folder import RunFolder
-    from ssmbench.harness.threads import apply_threads
+    from ssmbench.harness.config.resolver import resolve_run
+    from ssmbench.harness.feed.batches import EvalSet, prefer_fork_safe_numba
+    from ssmbench.harness.feed.device_feed import train_feed
+    from ssmbench.harness.results.run_folder import RunFolder
+    from ssmbench.harness.runtime.threads import apply_threads
+    from ssmbench.harness.training import trainer
 
     prefer_fork_safe_numba()
     steps = 3 * rounds * window + 10
-    cfg = RunConfig.resolve(model, "cumsum", SETTINGS[setting], overrides={
+    cfg = resolve_run(model, "cumsum", SETTINGS[setting], overrides={
         "train.steps": steps, "data.workers": workers, "hardware.device": device, "eval.val_samples": 16,
         "hardware.compile": compile_model})
     apply_threads(cfg.hardware.threads, cfg.data.workers)

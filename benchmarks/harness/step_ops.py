@@ -42,13 +42,13 @@ def per_step(counts: dict[int, collections.Counter], a: int, b: int) -> dict[str
 
 def step_operators(model: str, length: int, short: int = 4, long: int = 12) -> tuple[dict, dict]:
     """(harness operators per step, bare-loop operators per step) for `model` on the paper's cumsum row."""
+    from ssmbench.harness.config.resolver import resolve_run
     from ssmbench.harness.evaluation import evaluate
-    from ssmbench.harness.run_config import RunConfig
 
     bare_loop = overhead.bare_loop
     harness, bare = {}, {}
     for n in (short, long):
-        cfg = RunConfig.resolve(model, "cumsum", "paper", length=length, overrides={
+        cfg = resolve_run(model, "cumsum", "paper", length=length, overrides={
             "train.steps": n, "train.eval_every": 10 ** 6, "eval.val_samples": 16, "eval.test_samples": 16,
             "data.workers": 0, "train.log_every": 10 ** 9})
 

@@ -29,7 +29,7 @@ def trim_metrics(metrics: dict, max_classes: int) -> dict:
 
 def collect(src: Path, dest: Path, max_classes: int = 32) -> list[Path]:
     """Copy every finished run under src into dest; returns the run folders copied."""
-    from ssmbench.harness.compare import build_table, load_runs, render_text
+    from ssmbench.harness.results.compare import build_table, load_runs, render_text
 
     copied = []
     for config in sorted(src.rglob("config.json")):

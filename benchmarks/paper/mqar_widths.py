@@ -42,7 +42,7 @@ def markdown(rows: list[dict]) -> str:
 def plot(rows: list[dict], out: Path, title: str) -> None:
     from matplotlib.figure import Figure
 
-    from ssmbench.harness.plots import save_png
+    from ssmbench.harness.results.plots import save_png
 
     fig = Figure(figsize=(6.0, 3.8), dpi=110)
     ax = fig.subplots()

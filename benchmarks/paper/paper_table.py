@@ -109,7 +109,7 @@ def plot(out: Path, results: Path = RESULTS) -> Path:
     Table 1's value dashed."""
     from matplotlib.figure import Figure
 
-    from ssmbench.harness.plots import save_png
+    from ssmbench.harness.results.plots import save_png
 
     panels = curves(results)
     if not panels:

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from matplotlib.figure import Figure
 
-    from ssmbench.harness.plots import save_png
+    from ssmbench.harness.results.plots import save_png
 
     fig = Figure(figsize=(6.0, 3.8), dpi=110)
     ax = fig.subplots()

@@ -32,7 +32,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
         raise click.UsageError("--verbose applies to `ssmbench ls presets`")
     if kind == "presets":
         if verbose:
-            from ..harness.presets import list_presets, list_presets_verbose_text
+            from ..harness.config.presets import list_presets, list_presets_verbose_text
 
             click.echo(json.dumps(list_presets(verbose=True), sort_keys=True) if as_json
                        else list_presets_verbose_text())
@@ -51,7 +51,7 @@ def ls_command(kind: str, catalogs: tuple[str, ...], as_json: bool, verbose: boo
                    else catalog_table(catalog))
         return
     if kind == "groups":  # `ssmbench eval --task GROUP`: declared by the tasks (their policy's groups)
-        from ..harness.suites import task_groups
+        from ..harness.config.task_groups import task_groups
 
         items = {name: ", ".join(members) for name, members in task_groups().items()}
     else:

@@ -14,7 +14,7 @@ import click
 from .app import cli, emit
 
 if TYPE_CHECKING:
-    from ..harness.run_request import RunRequest
+    from ..harness.config.run_request import RunRequest
 
 EVAL_EPILOG = """\b
 Model resolution: a registered name (`ssmbench ls models`), or `module:Object`. An nn.Module subclass is a
@@ -62,11 +62,11 @@ shards or a finished run's files); 75 stopped at --time-limit
 
 
 class GroupsHelp(click.Option):
-    """An option whose help names the task groups the registered tasks declare (`suites.task_groups`), read when
+    """An option whose help names the task groups the registered tasks declare (`config.task_groups`), read when
     the help is shown, so plug-in groups appear and `eval` starts without importing the tasks."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from ..harness.suites import task_groups
+        from ..harness.config.task_groups import task_groups
 
         template = self.help or ""
         groups = sorted(task_groups(), key=lambda g: g == "all")  # the registry's order, `all` last
@@ -126,7 +126,7 @@ class GroupsHelp(click.Option):
 def eval_command(**given: Any) -> None:
     """Train a model on a task with the paper's protocol and score it (R², accuracy, macro-F1)."""
     from ..config import parse_overrides
-    from ..harness.time_limit import TimeLimitReached
+    from ..harness.runtime.time_limit import TimeLimitReached
 
     keys: dict[str, Any] = parse_overrides(given["overrides"], removable=True)
     deadline = _deadline(given["time_limit"], keys)  # before anything slow: a bad DURATION is one line, exit 2
@@ -221,7 +221,7 @@ def _early_checks(model: str | None, preset: str, config_file: str | None, keys:
     (-o model.*, -o L=...) need the tasks' and the model's own code and are checked when they are loaded."""
     from ..config import load_config_file
     from ..errors import ConfigError
-    from ..harness.run_config import check_keys
+    from ..harness.config.run_config import check_keys
     from ..registry import evaluators, models
 
     if checkpoint is not None and not os.path.isfile(checkpoint):
@@ -233,7 +233,7 @@ def _early_checks(model: str | None, preset: str, config_file: str | None, keys:
     if evaluator is not None and ":" not in evaluator:
         evaluators.canonical(evaluator)
     if preset not in ("quick", "paper"):
-        from ..harness.presets import paper_rows
+        from ..harness.config.presets import paper_rows
 
         rows = paper_rows()
         if preset not in rows:
@@ -269,7 +269,7 @@ def _check_device(name: str) -> None:
 def _deadline(flag: str | None, keys: dict[str, Any]) -> Any:
     """The command's Deadline (counted from the process start) from --time-limit, else -o train.time_limit (taken
     out of `keys`: the limit is no key of the run or the suite), else None; a bad DURATION is a ConfigError."""
-    from ..harness import time_limit as TL
+    from ..harness.runtime import time_limit as TL
 
     TL.anchor_at_process_start()  # a limit from --config FILE also counts from the process start
     raw = keys.pop("train.time_limit", None)
@@ -305,8 +305,8 @@ def _stopped(exc: Any, as_json: bool) -> None:
 def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunRequest:
     """The command's options as one `RunRequest` (its mode decided by the library); the combinations of options
     that make no command are usage errors here."""
+    from ..harness.config.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
     from ..harness.dispatch import choose_mode
-    from ..harness.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
     checkpoint, evaluator, split = given["checkpoint"], given["evaluator"], given["split"]
     if given["log_samples"]:
@@ -363,7 +363,7 @@ def _eval(request: RunRequest, as_json: bool) -> None:
     elif request.mode == "resume":
         _report(outcome.results, as_json)
     else:
-        from ..harness.compare import build_table, load_runs, render_text
+        from ..harness.results.compare import build_table, load_runs, render_text
 
         table = build_table(load_runs([r.run_dir for r in outcome.results]))
         emit({"suite": str(outcome.suite), "runs": [str(r.run_dir) for r in outcome.results], "table": table},
@@ -385,7 +385,7 @@ def _seeds(text: str | None) -> list[int]:
 def _report(results: list[Any], as_json: bool, splits: tuple[str, ...] = ("val", "test")) -> None:
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 reports (every rank holds the same numbers)
         return
-    from ..harness.headlines import headline_keys
+    from ..harness.metrics.headlines import headline_keys
 
     for r in results:
         m = r.metrics
@@ -422,7 +422,7 @@ def compare_command(runs: tuple[str, ...], markdown: bool, as_json: bool) -> Non
     """A table across finished runs like the paper's Table 1 (tasks x models; exact and per-batch R²).
 
     RUNS are run folders, suite folders or folders holding either; what cannot be tabulated is skipped with a note."""
-    from ..harness.compare import build_table, load_runs, render_markdown, render_text
+    from ..harness.results.compare import build_table, load_runs, render_markdown, render_text
 
     loaded = load_runs(runs)
     if not loaded:
@@ -436,7 +436,7 @@ def compare_command(runs: tuple[str, ...], markdown: bool, as_json: bool) -> Non
 
 
 def list_presets_text(as_json: bool) -> str:
-    from ..harness.presets import list_presets
+    from ..harness.config.presets import list_presets
 
     items = list_presets()
     if as_json:

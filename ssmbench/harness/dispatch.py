@@ -9,7 +9,7 @@ what an eval command does.
 
 Example (a tiny CPU run):
     >>> import tempfile
-    >>> from ssmbench.harness.run_request import RunOptions, RunSettings, TaskSelector
+    >>> from ssmbench.harness.config.run_request import RunOptions, RunSettings, TaskSelector
     >>> plan(model="dlr", selector=TaskSelector("shift,cumsum")).mode, plan(model=None, resume_dir="runs/r1").mode
     ('suite', 'resume')
     >>> keys = {"L": 32, "train.steps": 2, "train.eval_every": 2, "model.d_model": 8, "eval.val_samples": 8,
@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .run_request import Mode, RunOptions, RunRequest, RunSettings, TaskSelector
+from .config.run_request import Mode, RunOptions, RunRequest, RunSettings, TaskSelector
 
 if TYPE_CHECKING:
-    from .evaluation import EvalResult
     from .length_sweep import LengthSweep
-    from .time_limit import Deadline
+    from .results.eval_result import EvalResult
+    from .runtime.time_limit import Deadline
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def choose_mode(task: str | None, *, seeds: Sequence[int] = (), data: str | Path
         return "resume"
     if checkpoint:
         return "checkpoint"
-    from .suites import is_suite
+    from .config.task_groups import is_suite
 
     one = (task is not None and not is_suite(task)) or (data is not None and task is None)
     return "single" if one and not seeds else "suite"

@@ -2,7 +2,7 @@
 
     a RunRequest (`run_request`: what `ssmbench eval` asks for; `evaluate` builds one from its arguments)
     -> the resolver, `resolver.resolve_request` (task config -> preset -> --config FILE -> -o keys -> dataset
-       folder -> validate; `RunConfig.from_request` from outside)
+       folder -> validate; `resolver.resolve_run` from Python arguments)
     -> the evaluator (`--evaluator`, registry `ssmbench.evaluators`: `train_eval` or `score_only`)
     -> train_and_score: threads, model built once (`trainer.setup`), its facts (probe, causality check), the run
        folder (only now: a refused model leaves nothing behind), the training loop, metrics.json, learning curves.
@@ -42,18 +42,18 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SsmbenchError
-from . import time_limit as TL
-from .checkpoints import load_last
-from .run_config import RunConfig
-from .run_folder import RunFolder, default_run_dir, run_lock
+from .config.run_config import RunConfig
+from .results.checkpoints import load_last
+from .results.eval_result import EvalResult
+from .results.run_folder import RunFolder, default_run_dir, run_lock
+from .runtime import time_limit as TL
 
 if TYPE_CHECKING:
-    from .run_request import RunRequest
+    from .config.run_request import RunRequest
 
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
                   "hardware.threads", "train.time_limit")
@@ -61,13 +61,6 @@ RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "
 
 NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "threads")}
 """config.json keys that do not define a run: a folder that saved no step restarts when only these differ."""
-
-
-@dataclass
-class EvalResult:
-    run_dir: Path
-    config: RunConfig
-    metrics: dict[str, Any]
 
 
 def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick", *, length: int | None = None,
@@ -87,7 +80,7 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
     split `score_only` scores; `force` trains even when the memory estimate exceeds the device's free memory.
     `time_limit` (or `overrides={"train.time_limit": ...}`): stop before it, resumable (`TimeLimitReached`).
     """
-    from .run_request import RunOptions, RunRequest, RunSettings, TaskSelector
+    from .config.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
     settings = RunSettings(preset=preset, config_file=config_file, overrides=dict(overrides or {}), seed=seed,
                            allow_noncausal=allow_noncausal, evaluator=evaluator, split=split)
@@ -100,7 +93,7 @@ def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick",
 def evaluate_request(request: RunRequest) -> EvalResult:
     """The single run `request` asks for: its config resolved (`resolver.resolve_request`), then its evaluator run.
     Without a task, a `--data` folder names its own."""
-    from .resolver import resolve_request
+    from .config.resolver import resolve_request
 
     o = request.options
     if request.selector.task is None and request.config is None and o.data is not None:
@@ -111,7 +104,7 @@ def evaluate_request(request: RunRequest) -> EvalResult:
     if request.selector.task is None and request.config is None:
         raise ConfigError("--task", "evaluate() needs a task; `ssmbench.harness.suites.run_suite` runs a group "
                                     "(`ssmbench eval --task atomic`)")
-    config = resolve_request(request, RunConfig)
+    config = resolve_request(request)
     evaluator = request.settings.evaluator
     deadline = _deadline(o.time_limit, config.train.time_limit)
     if deadline is not None and evaluator != "train_eval":
@@ -232,15 +225,15 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`)."""
     import torch
 
-    from . import distributed as D
-    from .batches import prefer_fork_safe_numba
-    from .facts import check_direction, model_facts
-    from .folder_feed import probe_inputs
-    from .loggers import check_logger, make_logger
-    from .memory import check_batch_fits, check_fits
-    from .plots import learning_curves
-    from .threads import apply_threads
-    from .trainer import setup, train
+    from .feed.batches import prefer_fork_safe_numba
+    from .feed.folder_feed import probe_inputs
+    from .results.loggers import check_logger, make_logger
+    from .results.plots import learning_curves
+    from .runtime import distributed as D
+    from .runtime.threads import apply_threads
+    from .training.facts import check_direction, model_facts
+    from .training.memory import check_batch_fits, check_fits
+    from .training.trainer import setup, train
 
     prefer_fork_safe_numba()
     check_logger(logger)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .headlines import headline_keys
-from .run_folder import default_run_dir, load_checkpoint
+from .metrics.headlines import headline_keys
+from .results.run_folder import default_run_dir, load_checkpoint
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
     """Headline metrics (exact and per-batch) against length, log2 length axis, the trained length dotted."""
     from matplotlib.figure import Figure
 
-    from .plots import save_png
+    from .results.plots import save_png
 
     fig = Figure(figsize=(5.5, 3.6), dpi=110)
     ax = fig.subplots()

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..plain import file_sha256
-from .evaluation import EvalResult
-from .run_config import RunConfig
-from .run_folder import RunFolder, default_run_dir, load_checkpoint
+from .config.run_config import RunConfig
+from .results.eval_result import EvalResult
+from .results.run_folder import RunFolder, default_run_dir, load_checkpoint
 
 SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "eval.log_samples", "hardware.device", "hardware.precision",
                 "hardware.threads", "data.workers", "L", "task.L", "size", "task.size", "variable_key_size",
@@ -79,11 +79,11 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
           runs_root: str | Path = "runs", info: Mapping[str, Any] | None = None) -> EvalResult:
     """The `score_only` protocol: exact and per-batch metrics of the model of `cfg` with `weights` (None: as
     initialised from the training seed, the untrained baseline) on one split, in a run folder of its own."""
-    from . import distributed as D
-    from .facts import check_direction, model_facts
-    from .folder_feed import eval_set_for
-    from .threads import apply_threads
-    from .trainer import StopFlag, TrainingInterrupted, evaluate_split, save_predictions, setup
+    from .feed.folder_feed import eval_set_for
+    from .runtime import distributed as D
+    from .runtime.threads import apply_threads
+    from .training.facts import check_direction, model_facts
+    from .training.trainer import StopFlag, TrainingInterrupted, evaluate_split, save_predictions, setup
 
     threads = apply_threads(cfg.hardware.threads, cfg.data.workers)
     check_direction(cfg, cfg.spec())
@@ -121,7 +121,7 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
 
 def _on_folder(cfg: RunConfig, data: str | Path) -> RunConfig:
     from ..registry import get_task
-    from .data_folders import attach_folder
+    from .config.data_folders import attach_folder
 
     task = get_task(cfg.task)
     if not task.policy.reads_folder:

@@ -1,7 +1,7 @@
 """Task suites: `ssmbench eval --task atomic` (a group) or `--task shift,cumsum` (names), one run after another.
 
-Groups are declared by the tasks (`policy.groups`: {"atomic": 0, "table1": 0}; every task is in "all"), never listed
-here. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
+Which tasks `--task` names (a task, a group declared by the tasks, several of either) is `config.task_groups`'s to
+say. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
 folder per task, so the same command finds it again: a re-run skips finished tasks, resumes an interrupted one from
 its `last.pt` and starts the rest; a task folder whose run saved no step (killed before its first checkpoint) starts
 again when its config is this command's (`evaluation.train_and_score`). A task folder another process is writing
@@ -13,14 +13,6 @@ With a time limit (`--time-limit`, `time_limit=`), the tasks share one deadline:
 (`SuiteTimeLimit`, exit 75), and a task is not started when too little time is left to set it up and save its first
 checkpoint; the same command continues the suite. The limit is not part of the suite's identity (its folder).
 suite.json records no path, so a suite folder copied elsewhere continues there with `--out`.
-
-Example:
-    >>> expand_tasks("shift,cumsum")
-    ['shift', 'cumsum']
-    >>> expand_tasks("table1")[:3]
-    ['shift', 'cumsum', 'cummax']
-    >>> expand_tasks("higher_order")
-    ['listops_subtrees', 'pathfinder']
 """
 
 from __future__ import annotations
@@ -33,11 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import config_sha256
-from ..errors import ConfigError, SsmbenchError, UnknownNameError
-from ..registry import tasks as task_registry
-from .time_limit import Deadline, TimeLimitReached, as_deadline
-
-ALL = "all"
+from ..errors import SsmbenchError
+from .config.task_groups import expand_tasks
+from .runtime.time_limit import Deadline, TimeLimitReached, as_deadline
 
 
 class SuiteInterrupted(SsmbenchError):
@@ -46,63 +36,6 @@ class SuiteInterrupted(SsmbenchError):
 
 class SuiteTimeLimit(TimeLimitReached):
     """A suite stopped by its time limit (exit 75); the same command continues it."""
-
-
-def task_groups() -> dict[str, list[str]]:
-    """Group name -> its tasks in order (position, then name), from every registered task's `groups`."""
-    members: dict[str, list[tuple[int, str]]] = {ALL: []}
-    for name in task_registry.names():
-        cls = task_registry.get(name)
-        members[ALL].append((len(members[ALL]), name))
-        for group, position in cls.policy.groups.items():
-            members.setdefault(group, []).append((int(position), name))
-    return {group: [name for _, name in sorted(items)] for group, items in members.items()}
-
-
-def task_order() -> Callable[[str], tuple[int, int, str]]:
-    """A sort key for task names: groups in the order they first appear in the registry, tasks by their position
-    in their group (the atomic tasks in the paper's Table 1 order, then the higher-order tasks), then the rest."""
-    names = task_registry.names()
-    first: dict[str, int] = {}
-    keys: dict[str, tuple[int, int]] = {}
-    for index, name in enumerate(names):
-        groups = task_registry.get(name).policy.groups
-        for group in groups:
-            first.setdefault(group, index)
-        keys[name] = min(((first[g], int(p)) for g, p in groups.items()), default=(index, 0))
-
-    def key(name: str) -> tuple[int, int, str]:
-        return (*keys.get(name, (len(names), 0)), name)
-
-    return key
-
-
-def expand_tasks(text: str) -> list[str]:
-    """Task names for `--task`: a name, a group, or several of either separated by commas (order kept, no
-    repeats); an unknown one is a usage error with a did-you-mean over tasks and groups."""
-    groups = task_groups()
-    out: list[str] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            raise ConfigError("--task", f"empty name in {text!r}", "separate task or group names with commas")
-        if part in groups and part not in task_registry:
-            found = groups[part]
-        elif part in task_registry:
-            found = [task_registry.canonical(part)]
-        elif ":" in part:  # a plug-in task given as module:Class
-            found = [part]
-        else:
-            raise UnknownNameError("task", part, [*task_registry.names(), *groups])
-        out.extend(name for name in found if name not in out)
-    return out
-
-
-def is_suite(text: str | None) -> bool:
-    """True when `--task` names a group or several tasks (not one task, nor a plug-in `module:Class`)."""
-    if text is None:
-        return True  # the bare `ssmbench eval --model M`: the atomic group
-    # a name that is no task goes through `expand_tasks` too, whose error suggests tasks and groups alike
-    return "," in text or (text not in task_registry and ":" not in text)
 
 
 def suite_dir(runs_root: str | Path, label: str, model: str, settings: Mapping[str, Any]) -> Path:
@@ -127,7 +60,7 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
     DURATION or a `Deadline`; from Python it counts from this call) is shared by all the tasks: `SuiteTimeLimit`
     (exit 75) when it stops one or leaves too little time to start the next.
     """
-    from .run_folder import RunFolder
+    from .results.run_folder import RunFolder
 
     if time_limit is None:
         time_limit = (kwargs.get("overrides") or {}).get("train.time_limit")
@@ -209,8 +142,8 @@ def _plan(run: Any, durations: list[float], left: int) -> str:
 
 
 def _finished(run: Any) -> Any:
-    from .evaluation import EvalResult
-    from .run_config import RunConfig
+    from .config.run_config import RunConfig
+    from .results.eval_result import EvalResult
 
     try:
         metrics = json.loads(run.metrics_path.read_text())

@@ -241,7 +241,7 @@ def test_a_damaged_shard_is_exit_3_in_one_line_also_from_a_worker_and_check_file
     damage by sha256 without decoding a row, names the shard and `ssmbench verify`, and passes the other shards."""
     from ssmbench.data.read.loader import DamagedDataError
     from ssmbench.errors import VerificationError
-    from ssmbench.harness.folder_feed import worker_errors_in_one_line
+    from ssmbench.harness.feed.folder_feed import worker_errors_in_one_line
 
     folder = _copy(pathfinder, tmp_path)
     shard = folder / json.loads((folder / "manifest.json").read_text())["splits"]["train"]["shards"][0]["path"]

@@ -215,7 +215,7 @@ def test_a_full_dev_shm_at_start_reads_the_same_batches_in_process_with_one_warn
     import multiprocessing.synchronize
 
     from ssmbench.data.read import shm_full
-    from ssmbench.harness.folder_feed import FolderFeed, FolderSteps
+    from ssmbench.harness.feed.folder_feed import FolderFeed, FolderSteps
 
     def want(workers):
         steps = FolderSteps(pathfinder, data_seed=3, batch_size=4)

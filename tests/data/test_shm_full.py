@@ -22,7 +22,7 @@ import torch
 
 from ssmbench.data.read import shm_full
 from ssmbench.data.read.shm_full import SharedMemoryUnavailable
-from ssmbench.harness.batches import TrainFeed, step_loader
+from ssmbench.harness.feed.batches import TrainFeed, step_loader
 from unshareable_datasets import EvalFailsOnce, FailsOnce
 
 CEILING_S = 300.0
@@ -67,7 +67,7 @@ def test_a_message_that_cannot_be_shared_is_read_here_and_the_rest_follow(how, m
 
 
 def test_a_folder_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypatch, caplog):
-    from ssmbench.harness.folder_feed import FolderFeed, FolderSteps
+    from ssmbench.harness.feed.folder_feed import FolderFeed, FolderSteps
 
     def feed(workers):
         return FolderFeed(FolderSteps(pathfinder, data_seed=3, batch_size=4), 0, 9, workers=workers)
@@ -82,7 +82,7 @@ def test_a_folder_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypat
 
 
 def test_an_eval_batch_that_cannot_be_shared_is_read_here(pathfinder, monkeypatch):
-    from ssmbench.harness.folder_feed import FolderEvalSet
+    from ssmbench.harness.feed.folder_feed import FolderEvalSet
 
     def scored(workers, bad=None):
         ev = FolderEvalSet.build(pathfinder, "test", n=8, workers=workers)
@@ -98,7 +98,7 @@ def test_a_collated_batch_without_shared_memory_unpickles_as_the_error(pathfinde
     """The pickling hook of a folder batch too large for the pipe packs it into new shared memory; when none can be
     had, the batch pickles as the error (raised where it is unpickled) instead of failing in the feeder thread."""
     from ssmbench.data.read import columns
-    from ssmbench.harness.folder_feed import FolderSteps
+    from ssmbench.harness.feed.folder_feed import FolderSteps
 
     monkeypatch.setattr(columns, "_in_worker", lambda: True)  # collated as a worker collates
     batch = FolderSteps(pathfinder, data_seed=3, batch_size=8)[0]

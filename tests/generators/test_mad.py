@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ssmbench.errors import ConfigError
-from ssmbench.harness.suites import task_groups
+from ssmbench.harness.config.task_groups import task_groups
 from ssmbench.registry import get_task
 from support import draw
 
@@ -187,7 +187,7 @@ def test_a_built_memorization_folder_carries_the_map_its_card_and_passes_deep_ve
 
 @pytest.mark.parametrize("name", MAD)
 def test_quick_and_paper_presets_have_a_row_for_every_mad_task(name):
-    from ssmbench.harness.presets import resolve_preset
+    from ssmbench.harness.config.presets import resolve_preset
 
     task = get_task(name)
     quick = resolve_preset("quick", task, "attention")
@@ -214,7 +214,7 @@ def test_a_fuzzy_recall_checkpoint_is_scored_on_mads_full_length_test_keys(tmp_p
     """`ssmbench eval --checkpoint RUN/... -o variable_key_size=false` scores the trained model on MAD's test
     distribution: the key is accepted while scoring (it does not change the model) and reaches the scored config."""
     from ssmbench.harness import scoring
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.run_config import RunConfig
 
     recorded = Path(__file__).parents[2] / "benchmarks/results/quick_recall_cpu/mad-attention/mad_fuzzy_recall"
     trained = RunConfig.from_json(json.loads((recorded / "config.json").read_text()))  # a quick run's config

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ssmbench.data.read.streaming import TaskStream
-from ssmbench.harness.batches import TrainFeed, iterate_loader
-from ssmbench.harness.message_size import auto_steps_per_message
+from ssmbench.harness.feed.batches import TrainFeed, iterate_loader
+from ssmbench.harness.feed.message_size import auto_steps_per_message
 
 
 def test_stacked_messages_yield_the_same_steps_as_single_ones():
@@ -56,7 +56,7 @@ def test_a_feed_sizes_its_messages_for_a_ring_slot_per_message_in_flight():
     """At the paper's setting (1 MiB a step) and 4 messages read ahead, a 64 MiB ring holds 6 messages of 10 steps:
     those read ahead, the one consumed and the one being made (with 16-step messages and 4 slots, 28 of 97 went the
     slow way to a consumer slower than the worker)."""
-    from ssmbench.harness.message_size import message_bytes
+    from ssmbench.harness.feed.message_size import message_bytes
 
     assert message_bytes(4, ring_bytes=64 << 20) == (63 << 20) // 6  # 1/64 of the ring to spare
     assert auto_steps_per_message("cumsum", {"L": 4096}, 16, message_bytes(4, ring_bytes=64 << 20)) == 10
@@ -100,10 +100,10 @@ def test_a_small_dev_shm_is_named_with_the_fix_before_a_gpu_run(monkeypatch, cap
     from types import SimpleNamespace
 
     from ssmbench.data.read import ring
-    from ssmbench.harness.device_feed import train_feed
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.resolver import resolve_run
+    from ssmbench.harness.feed.device_feed import train_feed
 
-    cfg = RunConfig.resolve("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
+    cfg = resolve_run("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
     monkeypatch.setattr(ring, "shm_free", lambda: 64 << 20)
     cuda = SimpleNamespace(device=torch.device("cuda"), is_main=True, rank=0, world_size=1, local_world_size=1)
     with caplog.at_level(logging.WARNING):
@@ -170,16 +170,16 @@ def test_under_torchrun_messages_are_sized_for_the_workers_of_every_local_rank(m
     for 32 rings (one step in a 1 GiB /dev/shm, not the ten that 4 rings alone would allow: 29 rings made instead of
     12), and the note names the size that gives every one of the 32 workers a full ring."""
     from ssmbench.data.read import ring
-    from ssmbench.harness.device_feed import train_feed
-    from ssmbench.harness.distributed import init_distributed
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.resolver import resolve_run
+    from ssmbench.harness.feed.device_feed import train_feed
+    from ssmbench.harness.runtime.distributed import init_distributed
 
     monkeypatch.setattr(ring, "shm_free", lambda: 1 << 30)
     alone = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4)
     assert alone.steps_per_message == 10 and alone.shm_note() is None
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")  # what torchrun --nproc-per-node 8 sets; WORLD_SIZE unset: no group
     env = init_distributed("cpu")
-    cfg = RunConfig.resolve("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
+    cfg = resolve_run("dlr", "cumsum", "paper", overrides={"data.workers": 4, "train.steps": 40})
     assert train_feed(cfg, 0, env).feed.node_workers == 32  # what a run's feed is given
     rank = TrainFeed("cumsum", {"L": 4096}, 0, 16, 0, 100, workers=4, local_processes=env.local_world_size)
     assert rank.steps_per_message == 1 and rank.steps_per_message_full == 10

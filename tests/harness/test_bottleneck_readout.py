@@ -1,4 +1,4 @@
-"""MAD compression's autoencoder readout (`pool="bottleneck"`, ssmbench/harness/bottleneck.py): every output row is
+"""MAD compression's autoencoder readout (`pool="bottleneck"`, ssmbench/harness/models/bottleneck.py): every output row is
 decoded from the last position's features alone, the task declares it (`TrainingPolicy.model_keys`), and a run
 records it."""
 
@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from ssmbench.errors import ConfigError
-from ssmbench.harness.bottleneck import sincos_positions
-from ssmbench.harness.models import build_model, check_causality
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.models.bottleneck import sincos_positions
+from ssmbench.harness.models.build import build_model, check_causality
 from ssmbench.registry import get_task
 from ssmbench.training_policy import TrainingPolicy
 
@@ -79,13 +79,13 @@ def test_the_causality_check_still_sees_the_mixers():
 
 
 def test_compression_declares_the_readout_and_a_run_config_records_it():
-    cfg = RunConfig.resolve("attention", "mad_compression", "quick")
+    cfg = resolve_run("attention", "mad_compression", "quick")
     assert cfg.model_overrides["pool"] == "bottleneck"
     assert cfg.to_json()["model_overrides"]["pool"] == "bottleneck"  # config.json: the run is reproducible
-    assert RunConfig.resolve("attention", "mad_compression", "quick",
+    assert resolve_run("attention", "mad_compression", "quick",
                              overrides={"model.pool": "last"}).model_overrides["pool"] == "last"
-    assert "pool" not in RunConfig.resolve("attention", "mad_in_context_recall", "quick").model_overrides
-    assert RunConfig.resolve("attention", "mad_compression", "paper").model_overrides["pool"] == "bottleneck"
+    assert "pool" not in resolve_run("attention", "mad_in_context_recall", "quick").model_overrides
+    assert resolve_run("attention", "mad_compression", "paper").model_overrides["pool"] == "bottleneck"
 
 
 def test_policy_model_keys_hold_model_keys_only():

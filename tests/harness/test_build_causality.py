@@ -10,8 +10,8 @@ from torch import nn
 
 from ssmbench.api import Spec
 from ssmbench.errors import ConfigError
-from ssmbench.harness.backbone import SequenceModel
-from ssmbench.harness.models import build_model
+from ssmbench.harness.models.backbone import SequenceModel
+from ssmbench.harness.models.build import build_model
 
 
 class PeekAhead(nn.Module):
@@ -56,7 +56,7 @@ def test_a_leaking_mixer_that_claims_causality_is_refused_with_one_line_naming_i
 
 
 def test_allow_noncausal_builds_it_marked_noncompliant(caplog):
-    with caplog.at_level(logging.WARNING, logger="ssmbench.harness.models"):
+    with caplog.at_level(logging.WARNING, logger="ssmbench.harness.models.build"):
         model = build_model(PeekAhead, spec(), {"d_model": 8}, allow_noncausal=True)
     assert model.noncompliant and "fails the causality check" in caplog.text
 

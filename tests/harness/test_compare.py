@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ssmbench.cli.app import emit
-from ssmbench.harness.compare import build_table, load_runs, render_text
+from ssmbench.harness.results.compare import build_table, load_runs, render_text
 
 
 def _run(folder, metrics):

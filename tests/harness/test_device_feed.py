@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from ssmbench.data.read.streaming import TaskStream
-from ssmbench.harness.batches import TrainFeed
-from ssmbench.harness.device_feed import DeviceFeed
+from ssmbench.harness.feed.batches import TrainFeed
+from ssmbench.harness.feed.device_feed import DeviceFeed
 
 
 class _LateCopies(DeviceFeed):
@@ -191,7 +191,7 @@ def test_staged_waits_count_the_workers_but_not_the_gpu():
 
 def test_the_trainer_takes_its_data_wait_from_the_feed(tmp_path, monkeypatch):
     import ssmbench
-    from ssmbench.harness import device_feed
+    from ssmbench.harness.feed import device_feed
 
     class FixedWait(device_feed.DeviceFeed):
         def __iter__(self):
@@ -219,7 +219,7 @@ def test_the_helper_thread_works_on_the_feeds_gpu(monkeypatch):
 
 def test_start_up_goes_to_startup_s_not_to_the_timed_steps(tmp_path, monkeypatch):
     import ssmbench
-    from ssmbench.harness import device_feed
+    from ssmbench.harness.feed import device_feed
 
     class SlowStart(device_feed.DeviceFeed):  # workers that take 0.3 s to deliver the first batch
         def __iter__(self):

@@ -68,10 +68,10 @@ def test_eval_help_lists_the_groups_the_tasks_declare(monkeypatch):
     from click.testing import CliRunner
 
     from ssmbench.cli import cli as group
-    from ssmbench.harness import suites
+    from ssmbench.harness.config import task_groups
 
     text = " ".join(CliRunner().invoke(group, ["eval", "--help"]).output.split())
     assert all(name in text for name in ("atomic", "table1", "higher_order", "zoology", "mad")), text
-    monkeypatch.setattr(suites, "task_groups", lambda: {"all": [], "atomic": [], "my_plugin_group": []})
+    monkeypatch.setattr(task_groups, "task_groups", lambda: {"all": [], "atomic": [], "my_plugin_group": []})
     text = " ".join(CliRunner().invoke(group, ["eval", "--help"]).output.split())
     assert "a group (atomic, my_plugin_group, all)" in text, text

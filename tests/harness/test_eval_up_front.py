@@ -22,8 +22,8 @@ import pytest
 
 import ssmbench
 from ssmbench.errors import ConfigError
-from ssmbench.harness import memory
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.training import memory
 
 PROBE = """
 import json, sys
@@ -102,7 +102,7 @@ def test_the_batch_bound_counts_inputs_targets_and_the_encoder_output():
     """cumsum at T = 65536 stores (T, 3) float32 inputs and (T, 1) float32 targets per sample; the quick preset's
     DLR has d_model = 64, so one encoder output is T x 64 float32; bf16 autocast halves that activation; a factory
     (its own whole model) is bounded by its samples alone."""
-    cfg = RunConfig.resolve("dlr", "cumsum", length=65536, overrides=LONG)
+    cfg = resolve_run("dlr", "cumsum", length=65536, overrides=LONG)
     assert cfg.model_overrides["d_model"] == 64
     T = 65536
     bound = memory.batch_lower_bound(cfg, cfg.spec())
@@ -112,14 +112,14 @@ def test_the_batch_bound_counts_inputs_targets_and_the_encoder_output():
         25000 * bound["bytes_per_sample"] + bound["model_bytes"]
     half = cfg.with_overrides({"hardware.precision": "bf16"})
     assert memory.batch_lower_bound(half, half.spec())["bytes_per_sample"] == T * 3 * 4 + T * 4 + T * 64 * 2
-    factory = RunConfig.resolve("user_mixers:build_whole", "cumsum", length=65536, overrides=LONG)
+    factory = resolve_run("user_mixers:build_whole", "cumsum", length=65536, overrides=LONG)
     assert memory.batch_lower_bound(factory, factory.spec())["bytes_per_sample"] == T * 3 * 4 + T * 4
 
 
 def test_a_batch_that_cannot_fit_is_refused_before_the_model_is_built(tmp_path, monkeypatch):
     """1 GiB free (whatever this machine has): refused in one line naming the batch, before `trainer.setup`
     builds the model (whose build runs the causality check), and no folder is left; --force goes on to build."""
-    from ssmbench.harness import trainer
+    from ssmbench.harness.training import trainer
 
     def built(*args, **kwargs):
         raise AssertionError("the model was built")

@@ -10,8 +10,8 @@ import pytest
 
 from ssmbench.data.read.streaming import TaskStream
 from ssmbench.errors import ConfigError
-from ssmbench.harness.compare import config_group
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.results.compare import config_group
 
 TASK = "mad_in_context_recall"
 
@@ -48,25 +48,25 @@ def test_a_batch_is_a_pure_function_of_seed_and_step():
 
 
 def test_the_key_is_checked_and_recorded():
-    cfg = RunConfig.resolve("dlr", TASK, "quick", overrides={"data.train_samples": 256})
+    cfg = resolve_run("dlr", TASK, "quick", overrides={"data.train_samples": 256})
     assert cfg.data.train_samples == 256 and cfg.to_json()["data"]["train_samples"] == 256
     with pytest.raises(ConfigError, match="data.train_samples"):
-        RunConfig.resolve("dlr", TASK, "quick", overrides={"data.train_samples": 0})
+        resolve_run("dlr", TASK, "quick", overrides={"data.train_samples": 0})
     with pytest.raises(ConfigError, match="streamed tasks"):  # a folder task reads its whole train split
         dataclasses.replace(cfg, task="listops_subtrees").validate()
 
 
 def test_a_run_made_before_the_key_existed_shares_its_column():
-    new = RunConfig.resolve("dlr", TASK, "quick").to_json()
+    new = resolve_run("dlr", TASK, "quick").to_json()
     old = {**new, "data": {k: v for k, v in new["data"].items() if k != "train_samples"}}
     assert config_group(old) == config_group(new)
-    finite = RunConfig.resolve("dlr", TASK, "quick", overrides={"data.train_samples": 64}).to_json()
+    finite = resolve_run("dlr", TASK, "quick", overrides={"data.train_samples": 64}).to_json()
     assert config_group(finite) != config_group(new)
 
 
 def test_the_feed_draws_from_the_fixed_set(tmp_path):
     """The training feed passes the key down: its batches are the stream's finite-set batches, step by step."""
-    from ssmbench.harness.batches import TrainFeed
+    from ssmbench.harness.feed.batches import TrainFeed
 
     stream = TaskStream(TASK, None, seed=0)
     feed = TrainFeed(TASK, {}, data_seed=0, batch_size=4, start_step=2, stop_step=5, workers=0, train_samples=6)

@@ -25,9 +25,9 @@ import torch
 import ssmbench
 from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import DatasetError, SsmbenchError
+from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.evaluation import resume
-from ssmbench.harness.folder_feed import FolderSteps
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.feed.folder_feed import FolderSteps
 from ssmbench.harness.scoring import score_checkpoint
 from ssmbench.task_config import resolve_config
 
@@ -231,10 +231,10 @@ def test_data_folder_refusals(listops, pathfinder, tmp_path):
 
 def test_the_data_root_folder_is_found_by_task_size_and_version(pathfinder, tmp_path, monkeypatch):
     monkeypatch.setenv("SSMBENCH_DATA", str(pathfinder.parent))
-    cfg = RunConfig.resolve("dlr", "pathfinder", size=32, overrides=TINY)
+    cfg = resolve_run("dlr", "pathfinder", size=32, overrides=TINY)
     assert cfg.data.path == str(pathfinder.resolve()) and cfg.task_config["size"] == 32
     with pytest.raises(DatasetError, match="no pathfinder dataset folder") as caught:
-        RunConfig.resolve("dlr", "pathfinder", size=48, overrides=TINY)
+        resolve_run("dlr", "pathfinder", size=48, overrides=TINY)
     assert f"ssmbench generate pathfinder --size 48 --n 2000 --out {pathfinder.parent}" in caught.value.hint
 
 
@@ -252,19 +252,19 @@ def test_a_causal_only_mixer_on_pathfinder_is_refused_unless_forced(pathfinder, 
 def test_a_non_causal_mixer_without_a_direction_argument_runs_on_pathfinder(pathfinder):
     from types import SimpleNamespace
 
-    from ssmbench.harness.facts import check_direction
+    from ssmbench.harness.training.facts import check_direction
 
     tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
     bidirectional_task = SimpleNamespace(causal=False)
-    cfg = RunConfig.resolve("user_mixers:GlobalMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    cfg = resolve_run("user_mixers:GlobalMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
     check_direction(cfg, bidirectional_task)  # accepted: it already sees the whole image
-    cfg = RunConfig.resolve("user_mixers:CumMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
+    cfg = resolve_run("user_mixers:CumMeanMixer", "pathfinder", data=pathfinder, overrides=tiny)
     with pytest.raises(SsmbenchError, match="causal-only"):
         check_direction(cfg, bidirectional_task)
 
 
 def test_cuda_out_of_memory_is_one_line_naming_the_batch_and_precision(pathfinder, tmp_path, monkeypatch):
-    import ssmbench.harness.trainer as trainer
+    import ssmbench.harness.training.trainer as trainer
 
     def oom(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.1 GiB total)")
@@ -283,21 +283,21 @@ def test_paper_preset_wants_reference_masks(tmp_path, monkeypatch, caplog):
     one; on a coverage-labelled folder it trains but says, in one line, that the scores are not comparable."""
     monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "empty"))
     with pytest.raises(DatasetError) as err:
-        RunConfig.resolve("dlr", "pathfinder", "paper", size=128)
+        resolve_run("dlr", "pathfinder", "paper", size=128)
     assert "-o label_rule=reference" in err.value.hint
     _, config, _ = resolve_config("pathfinder", size=128)
     folder = generate_dataset("pathfinder", config, out=tmp_path, n=12, split={"train": 4, "val": 4, "test": 4},
                               quiet=True).path
     few = {"eval.metric_batch_size": 4}  # val and test hold 4 samples: one virtual batch of the per-batch metrics
     with caplog.at_level("WARNING"):
-        cfg = RunConfig.resolve("dlr", "pathfinder", "paper", data=folder, overrides=few)
+        cfg = resolve_run("dlr", "pathfinder", "paper", data=folder, overrides=few)
     assert cfg.task_config["label_rule"] == "coverage"
     lines = [r.getMessage() for r in caplog.records if "not comparable with the paper's" in r.getMessage()]
     assert len(lines) == 1 and "-o label_rule=reference" in lines[0] and "\n" not in lines[0]
     assert "differs in label_rule" in lines[0]
     caplog.clear()
     with caplog.at_level("WARNING"):
-        RunConfig.resolve("dlr", "pathfinder", "quick", data=folder, overrides=few)  # not a paper run: nothing to say
+        resolve_run("dlr", "pathfinder", "quick", data=folder, overrides=few)  # not a paper run: nothing to say
     assert not [r for r in caplog.records if "not comparable" in r.getMessage()]
 
 
@@ -312,8 +312,8 @@ def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_
     assert after.config.data.path == str(moved.resolve())
     cfg = json.loads((tmp_path / "after" / "config.json").read_text())
     cfg["data"]["path"] = str(tmp_path / "gone")
-    from ssmbench.harness.folder_feed import eval_set_for
-    from ssmbench.harness.run_config import RunConfig
+    from ssmbench.harness.config.run_config import RunConfig
+    from ssmbench.harness.feed.folder_feed import eval_set_for
 
     with pytest.raises(SsmbenchError, match="is gone") as caught:
         eval_set_for(RunConfig.from_json(cfg), "val")
@@ -326,15 +326,15 @@ def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_
 
 def test_an_explicit_size_is_checked_against_the_folder(pathfinder):
     with pytest.raises(DatasetError, match="size = 32, not 64"):
-        RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"size": "64"})
+        resolve_run("dlr", "pathfinder", data=pathfinder, overrides={"size": "64"})
 
 
 def test_cli_model_values_are_typed_like_python_ones(pathfinder):
     """`-o model.d_model=8` (a string from the command line) and 8 give one config and one digest."""
-    a = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
+    a = resolve_run("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": "8",
                                                                            "model.bidirectional": "true",
                                                                            "eval.metric_batch_size": "4"})
-    b = RunConfig.resolve("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
+    b = resolve_run("dlr", "pathfinder", data=pathfinder, overrides={"model.d_model": 8,
                                                                            "model.bidirectional": True,
                                                                            "eval.metric_batch_size": 4})
     assert a.model_overrides["d_model"] == 8 and a.digest() == b.digest()
@@ -342,7 +342,7 @@ def test_cli_model_values_are_typed_like_python_ones(pathfinder):
 
 def test_paper_preset_at_a_size_the_paper_did_not_run_names_the_sizes_it_did():
     from ssmbench.errors import ConfigError
-    from ssmbench.harness.presets import resolve_preset
+    from ssmbench.harness.config.presets import resolve_preset
     from ssmbench.registry import get_task
     from ssmbench.task_config import resolve
 
@@ -353,10 +353,10 @@ def test_paper_preset_at_a_size_the_paper_did_not_run_names_the_sizes_it_did():
 def test_paper_listops_on_other_data_and_too_few_eval_samples_are_said(listops, caplog):
     """A paper ListOps run on the `short` folder says it is not the paper's data; asking for more val samples than
     the split holds says how many are scored."""
-    from ssmbench.harness.folder_feed import eval_set_for
+    from ssmbench.harness.feed.folder_feed import eval_set_for
 
     with caplog.at_level("WARNING"):
-        cfg = RunConfig.resolve("local_attention", "listops_subtrees", "paper", data=listops,
+        cfg = resolve_run("local_attention", "listops_subtrees", "paper", data=listops,
                                 overrides={"eval.metric_batch_size": 4})  # the 8-sample folder holds no batch of 32
         data = eval_set_for(cfg.with_overrides({"eval.val_samples": 50}), "val")
     notes = [r.getMessage() for r in caplog.records]
@@ -420,7 +420,7 @@ def test_the_shards_a_feed_and_an_eval_set_read_are_checked_before_reading(pathf
     in a shard that is not read is not."""
     from ssmbench.data.folder.checks import DamagedDataError
     from ssmbench.data.read import loader
-    from ssmbench.harness.folder_feed import FolderEvalSet, FolderFeed
+    from ssmbench.harness.feed.folder_feed import FolderEvalSet, FolderFeed
 
     folder = tmp_path / "damaged"
     shutil.copytree(pathfinder, folder)

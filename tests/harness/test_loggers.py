@@ -6,7 +6,7 @@ import pytest
 
 import ssmbench
 from ssmbench.errors import ConfigError
-from ssmbench.harness.loggers import make_logger
+from ssmbench.harness.results.loggers import make_logger
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 2, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,

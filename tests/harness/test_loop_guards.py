@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 import ssmbench
+from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.evaluation import resume
-from ssmbench.harness.run_config import RunConfig
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.log_every": 1, "eval.val_samples": 8,
         "eval.test_samples": 8, "eval.metric_batch_size": 4, "data.workers": 0}
@@ -55,11 +55,11 @@ def test_resume_restores_the_random_state_of_a_model_with_dropout(tmp_path):
 def test_grad_clip_clips_the_global_norm(tmp_path):
     """Mutation: `clip_grad_value_` in place of `clip_grad_norm_`. One step of the loop equals one step of a plain
     recomputation that rescales all gradients together to norm `grad_clip`."""
-    from ssmbench.harness.batches import EvalSet
-    from ssmbench.harness.run_folder import RunFolder
-    from ssmbench.harness.trainer import setup, start, train_step
+    from ssmbench.harness.feed.batches import EvalSet
+    from ssmbench.harness.results.run_folder import RunFolder
+    from ssmbench.harness.training.trainer import setup, start, train_step
 
-    cfg = RunConfig.resolve("dlr", "cumsum", overrides={**TINY, "train.grad_clip": 0.05, "train.steps": 1})
+    cfg = resolve_run("dlr", "cumsum", overrides={**TINY, "train.grad_clip": 0.05, "train.steps": 1})
     s = setup(cfg)
     reference = copy.deepcopy(s.model)
     loop = start(s, RunFolder(tmp_path / "run"), resume=False, quiet=True, logger=None)
@@ -73,7 +73,7 @@ def test_grad_clip_clips_the_global_norm(tmp_path):
     assert norm > 0.05  # the clip is active
     for p in params:
         p.grad.mul_(0.05 / (norm + 1e-6))
-    from ssmbench.harness.optim_groups import param_groups
+    from ssmbench.harness.models.optim_groups import param_groups
 
     t = cfg.train
     opt = torch.optim.AdamW(param_groups(reference, lr=t.lr, weight_decay=t.weight_decay, lr_ssm=t.lr_ssm), lr=t.lr,

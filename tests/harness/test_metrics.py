@@ -16,8 +16,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmbench.harness import losses, metrics
-from ssmbench.harness.metrics import ClassificationMetrics, RegressionMetrics
+from ssmbench.harness.metrics import losses
+from ssmbench.harness.metrics import states as metrics
+from ssmbench.harness.metrics.states import ClassificationMetrics, RegressionMetrics
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -321,7 +322,7 @@ def test_worked_examples_in_docstrings():
 
 RANK_SCRIPT = textwrap.dedent("""
     import json, sys, torch, torch.distributed as dist
-    from ssmbench.harness.metrics import ClassificationMetrics, RegressionMetrics, all_reduce_metrics
+    from ssmbench.harness.metrics.states import ClassificationMetrics, RegressionMetrics, all_reduce_metrics
     rank, store, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     g = torch.Generator().manual_seed(11)
@@ -342,7 +343,7 @@ RANK_SCRIPT = textwrap.dedent("""
 
 
 def test_all_reduce_metrics_over_two_gloo_processes_equals_one_process(tmp_path):
-    from ssmbench.harness.metrics import all_reduce_metrics
+    from ssmbench.harness.metrics.states import all_reduce_metrics
 
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.config.run_config import RunConfig
 from ssmbench.task_config import from_plain, rebase, resolve, resolve_config, to_plain
 
 OVERRIDE = {"num_distractors": "3"}
@@ -35,7 +36,7 @@ def test_generate_eval_and_evaluate_resolve_the_same_pathfinder_config(tmp_path,
     assert to_plain(resolve_config("pathfinder", size=size, overrides=["num_distractors=3"])[1]) == built
     # ssmbench.evaluate's resolution finds that folder under the data root and takes its config
     monkeypatch.setenv("SSMBENCH_DATA", str(tmp_path / "data"))
-    cfg = RunConfig.resolve("dlr", "pathfinder", size=size, overrides={"task.num_distractors": 3,
+    cfg = resolve_run("dlr", "pathfinder", size=size, overrides={"task.num_distractors": 3,
                                                                        "eval.metric_batch_size": 1})  # 1 val sample
     assert dict(cfg.task_config) == built and Path(cfg.data.path) == folder.resolve()
     # -o size=S on a run of the 128 preset (the --resume / --checkpoint path) gives the same config
@@ -63,6 +64,6 @@ def test_rebase_keeps_only_what_the_user_changed():
 def test_a_presets_t_placeholder_becomes_the_tasks_input_length(task, length, T):
     """`"model.d_state" = "${T}"` in the quick preset's DLR row is the task's input length T (the spec's seq_len,
     not L: masked select's input is 2 L long), resolved before the model builder sees it; a user's value wins."""
-    cfg = RunConfig.resolve("dlr", task, length=length)
+    cfg = resolve_run("dlr", task, length=length)
     assert cfg.spec().seq_len == T and cfg.model_overrides["d_state"] == T
-    assert RunConfig.resolve("dlr", task, length=length, overrides={"model.d_state": "8"}).model_overrides["d_state"] == 8
+    assert resolve_run("dlr", task, length=length, overrides={"model.d_state": "8"}).model_overrides["d_state"] == 8

@@ -12,10 +12,10 @@ from torch import nn
 import ssmbench
 from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import ConfigError, SsmbenchError
-from ssmbench.harness.backbone import SequenceModel, resolve_pool
-from ssmbench.harness.facts import check_direction
-from ssmbench.harness.presets import resolve_preset
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.presets import resolve_preset
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.models.backbone import SequenceModel, resolve_pool
+from ssmbench.harness.training.facts import check_direction
 from ssmbench.registry import get_task
 from ssmbench.task_config import resolve_config
 
@@ -73,7 +73,7 @@ def test_a_run_scores_accuracy_on_one_label_per_image(folder, tmp_path):
 
 def test_a_causal_only_mixer_is_refused(folder):
     tiny = {k: v for k, v in TINY.items() if k != "model.d_state"}
-    cfg = RunConfig.resolve("user_mixers:CumMeanMixer", "pathfinder_lra", data=folder, overrides=tiny)
+    cfg = resolve_run("user_mixers:CumMeanMixer", "pathfinder_lra", data=folder, overrides=tiny)
     with pytest.raises(SsmbenchError, match="causal-only"):
         check_direction(cfg, get_task("pathfinder_lra").spec(get_task("pathfinder_lra").presets["32"]))
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from ssmbench.errors import ConfigError, UnknownNameError
-from ssmbench.harness.models import build_model
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.run_config import RunConfig
+from ssmbench.harness.models.build import build_model
 from ssmbench.registry import models
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ssmbench.harness.precision import step_and_schedule
+from ssmbench.harness.runtime.precision import step_and_schedule
 
 
 def _setup():

@@ -16,9 +16,7 @@ import pytest
 import torch
 
 from ssmbench.errors import ConfigError
-from ssmbench.harness.models import build_model
-from ssmbench.harness.optim_groups import param_groups
-from ssmbench.harness.presets import (
+from ssmbench.harness.config.presets import (
     PaperPresets,
     Provenance,
     Reading,
@@ -27,7 +25,9 @@ from ssmbench.harness.presets import (
     parse_paper,
     resolve_preset,
 )
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.models.build import build_model
+from ssmbench.harness.models.optim_groups import param_groups
 from ssmbench.registry import get_task
 
 RUN_1D = "ag1988/dlr@27e7287 run-1d.sh"
@@ -82,12 +82,12 @@ def test_paper_preset_dlr_learning_rate_follows_the_run_script(task: str, lr: fl
 
 
 def test_run_config_resolves_the_script_rate_and_keeps_the_papers_one_away() -> None:
-    assert RunConfig.resolve("dlr", "select_fixed", "paper").train.lr == 5e-5
-    assert RunConfig.resolve("dlr", "mips", "paper").train.lr == 1e-4
-    assert RunConfig.resolve("dlr", "select_fixed", "paper", overrides={"train.lr": 1e-4}).train.lr == 1e-4
-    six = RunConfig.resolve("dlr", "reverse", "dlr_paper/atomic/dlr_6l")
+    assert resolve_run("dlr", "select_fixed", "paper").train.lr == 5e-5
+    assert resolve_run("dlr", "mips", "paper").train.lr == 1e-4
+    assert resolve_run("dlr", "select_fixed", "paper", overrides={"train.lr": 1e-4}).train.lr == 1e-4
+    six = resolve_run("dlr", "reverse", "dlr_paper/atomic/dlr_6l")
     assert (six.model_overrides["n_layers"], six.train.lr) == (6, 1e-4)
-    prod = RunConfig.resolve("dlr", "shift", "dlr_paper/long_shift/dlr_prod", length=2 ** 14)
+    prod = resolve_run("dlr", "shift", "dlr_paper/long_shift/dlr_prod", length=2 ** 14)
     assert (prod.model_overrides["kernel_to_real"], prod.train.lr) == ("prod", 2e-5)
 
 

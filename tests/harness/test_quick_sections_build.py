@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ssmbench.harness.models import build_model
-from ssmbench.harness.run_config import RunConfig
-from ssmbench.harness.suites import task_groups
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.config.task_groups import task_groups
+from ssmbench.harness.models.build import build_model
 
 RECALL_TASKS = sorted({task for group in ("zoology", "mad") for task in task_groups()[group]})
 MODELS = ("attention", "dlr", "dss_exp", "s4d")
@@ -19,7 +19,7 @@ MODELS = ("attention", "dlr", "dss_exp", "s4d")
 def test_every_model_builds_from_the_quick_preset(task):
     failed = []
     for model in MODELS:
-        cfg = RunConfig.resolve(model, task, "quick")
+        cfg = resolve_run(model, task, "quick")
         try:
             build_model(cfg.model, cfg.spec(), dict(cfg.model_overrides), allow_noncausal=cfg.allow_noncausal)
         except Exception as exc:  # noqa: BLE001 - every model's refusal is collected and named

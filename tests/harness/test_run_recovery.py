@@ -31,10 +31,10 @@ import torch
 import ssmbench
 from ssmbench.data.make.space import DiskFullError
 from ssmbench.errors import ConfigError
-from ssmbench.harness import checkpoints, run_folder
-from ssmbench.harness.checkpoints import load_checkpoint, load_last, previous_of, save_checkpoint
 from ssmbench.harness.evaluation import resume
-from ssmbench.harness.run_folder import RunFolder, RunFolderBusy, default_run_dir, run_lock
+from ssmbench.harness.results import checkpoints, run_folder
+from ssmbench.harness.results.checkpoints import load_checkpoint, load_last, previous_of, save_checkpoint
+from ssmbench.harness.results.run_folder import RunFolder, RunFolderBusy, default_run_dir, run_lock
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 1, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,
@@ -65,7 +65,7 @@ def test_forked_children_do_not_keep_the_run_lock(tmp_path, capsys):
     folder, ready = tmp_path / "run", tmp_path / "ready"
     code = ("import multiprocessing as mp, os, sys, time\n"
             "from pathlib import Path\n"
-            "from ssmbench.harness.run_folder import run_lock\n"
+            "from ssmbench.harness.results.run_folder import run_lock\n"
             f"with run_lock({str(folder)!r}, command='holder'):\n"
             "    child = mp.get_context('fork').Process(target=time.sleep, args=(120,), daemon=True)\n"
             "    child.start()\n"

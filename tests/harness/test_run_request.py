@@ -15,9 +15,9 @@ import pytest
 import ssmbench.task_config
 from ssmbench.errors import ConfigError, DatasetError
 from ssmbench.harness import dispatch, evaluation
+from ssmbench.harness.config.resolver import resolve_request, resolve_run
+from ssmbench.harness.config.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 from ssmbench.harness.dispatch import choose_mode, plan, run_request
-from ssmbench.harness.run_config import RunConfig
-from ssmbench.harness.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
 SMALL = {"eval.metric_batch_size": 1}  # the folders below hold one val and one test sample
 
@@ -52,26 +52,26 @@ def folder(root: Path) -> Path:
 
 
 def test_size_option_and_size_key_give_the_same_config(on_root):
-    by_option = RunConfig.from_request(request(size=32, keys={"num_distractors": "3"}))
-    by_key = RunConfig.from_request(request(keys={"size": "32", "num_distractors": "3"}))
-    by_task_key = RunConfig.from_request(request(keys={"task.size": 32, "task.num_distractors": 3}))
+    by_option = resolve_request(request(size=32, keys={"num_distractors": "3"}))
+    by_key = resolve_request(request(keys={"size": "32", "num_distractors": "3"}))
+    by_task_key = resolve_request(request(keys={"task.size": 32, "task.num_distractors": 3}))
     assert by_option == by_key == by_task_key
     assert by_option.task_config["size"] == 32 and Path(by_option.data.path) == folder(on_root).resolve()
-    # the resolver RunConfig.resolve and ssmbench.evaluate go through
-    assert RunConfig.resolve("dlr", "pathfinder", size=32, overrides={**SMALL, "num_distractors": 3}) == by_option
+    # the resolver `resolver.resolve_run` and ssmbench.evaluate go through
+    assert resolve_run("dlr", "pathfinder", size=32, overrides={**SMALL, "num_distractors": 3}) == by_option
 
 
 def test_length_option_and_L_key_give_the_same_config():
-    by_option = RunConfig.from_request(request("shift", length=64))
-    assert by_option == RunConfig.from_request(request("shift", keys={"L": "64"}))
+    by_option = resolve_request(request("shift", length=64))
+    assert by_option == resolve_request(request("shift", keys={"L": "64"}))
     assert by_option.task_config["L"] == 64
 
 
 def test_disagreeing_selectors_are_refused_as_before(on_root):
     with pytest.raises(ConfigError, match="--size: 32 disagrees with size = 64 given as a config value"):
-        RunConfig.from_request(request(size=32, keys={"size": "64"}))
+        resolve_request(request(size=32, keys={"size": "64"}))
     with pytest.raises(ConfigError, match="--length: pathfinder takes no --length; use --size"):
-        RunConfig.from_request(request(length=64))
+        resolve_request(request(length=64))
 
 
 def test_the_selector_is_resolved_once(on_root, monkeypatch):
@@ -85,7 +85,7 @@ def test_the_selector_is_resolved_once(on_root, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ssmbench.task_config, "resolve", counting)
-    cfg = RunConfig.from_request(request(size=32, keys={"num_distractors": 3}))
+    cfg = resolve_request(request(size=32, keys={"num_distractors": 3}))
     assert len(calls) == 1 and calls[0][1]["size"] == 32
     assert dict(cfg.task_config) == json.loads((folder(on_root) / "manifest.json").read_text())["config"]
 
@@ -93,16 +93,16 @@ def test_the_selector_is_resolved_once(on_root, monkeypatch):
 def test_the_folder_config_is_compared_with_the_resolved_one(on_root):
     path = folder(on_root)
     # --data: the folder's config becomes the run's (its num_distractors, though none was asked for) ...
-    cfg = RunConfig.from_request(request(size=32, data=path))
+    cfg = resolve_request(request(size=32, data=path))
     assert cfg.task_config["num_distractors"] == 3 and Path(cfg.data.path) == path.resolve()
     # ... and --data alone takes the folder's size as the selector
-    assert RunConfig.from_request(request(data=path)).task_config == cfg.task_config
+    assert resolve_request(request(data=path)).task_config == cfg.task_config
     # a key the user asked for that the folder does not hold is refused, naming both values
     with pytest.raises(DatasetError, match="num_distractors = 3, not 5"):
-        RunConfig.from_request(request(size=32, data=path, keys={"num_distractors": 5}))
+        resolve_request(request(size=32, data=path, keys={"num_distractors": 5}))
     # no folder under the data root with the resolved config: refused with the command that makes it
     with pytest.raises(DatasetError, match="no pathfinder dataset folder with this configuration") as refused:
-        RunConfig.from_request(request(size=32, keys={"num_distractors": 5}))
+        resolve_request(request(size=32, keys={"num_distractors": 5}))
     assert "ssmbench generate pathfinder --size 32 -o num_distractors=5" in refused.value.hint
 
 
@@ -120,7 +120,7 @@ def test_choose_mode_and_plan():
 def test_a_suite_member_is_a_single_run_with_the_tasks_own_time_limit():
     """`member()` (what a suite runs for each task): mode single, the task, the seed and the folder of that member,
     and the time limit the suite gives that task (what is left of the suite's), replacing the suite's own."""
-    from ssmbench.harness.time_limit import Deadline
+    from ssmbench.harness.runtime.time_limit import Deadline
 
     suite_limit, task_limit = Deadline(3600), Deadline(600)
     r = RunRequest("suite", "dlr", TaskSelector("atomic", length=64), RunSettings(seeds=(0, 1)),

@@ -28,7 +28,7 @@ import torch
 
 import ssmbench
 from ssmbench.harness.evaluation import resume
-from ssmbench.harness.run_folder import RunFolderBusy, _process_start, run_lock
+from ssmbench.harness.results.run_folder import RunFolderBusy, _process_start, run_lock
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 1, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,
@@ -78,7 +78,7 @@ def tiny_args(out: Path, *extra: str) -> list[str]:
 def test_a_held_run_folder_is_refused_naming_its_holder(tmp_path):
     ready = tmp_path / "ready"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from ssmbench.harness.run_folder import run_lock\n"
+        [sys.executable, "-c", "import sys; from pathlib import Path; from ssmbench.harness.results.run_folder import run_lock\n"
          f"with run_lock({str(tmp_path / 'run')!r}, command='the holder'):\n"
          f"    Path({str(ready)!r}).touch(); sys.stdin.read()"],
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

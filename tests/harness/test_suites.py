@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ssmbench.harness.suites import expand_tasks, task_groups
+from ssmbench.harness.config.task_groups import expand_tasks, task_groups
 
 TINY = ["-o", "L=32", "-o", "model.d_model=8", "-o", "model.d_state=32", "-o", "train.steps=4",
         "-o", "train.eval_every=2", "-o", "eval.val_samples=8", "-o", "eval.test_samples=8", "-o", "eval.metric_batch_size=4", "-o", "data.workers=0",

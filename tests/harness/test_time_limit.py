@@ -23,10 +23,17 @@ import torch
 
 import ssmbench
 from ssmbench.errors import ConfigError
-from ssmbench.harness import evaluation, time_limit
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness import evaluation
+from ssmbench.harness.config.run_config import RunConfig
+from ssmbench.harness.runtime import time_limit
+from ssmbench.harness.runtime.time_limit import (
+    Budget,
+    Deadline,
+    TimeLimitReached,
+    format_duration,
+    parse_duration,
+)
 from ssmbench.harness.suites import SuiteTimeLimit, run_suite, suite_dir
-from ssmbench.harness.time_limit import Budget, Deadline, TimeLimitReached, format_duration, parse_duration
 
 IMPORTED_AT = time.monotonic()
 """When this module was imported: after this process started (pytest's and torch's imports lie between)."""
@@ -146,7 +153,7 @@ def test_the_step_estimate_is_the_largest_recent_step_and_the_last_evaluation_is
 def test_a_limit_that_let_no_step_run_suggests_one_that_can(tmp_path):
     """Repeating a limit in which no step fitted would never make progress: the continue command gives one with room
     for the start-up and a step, and the hint says why; after progress, the same limit."""
-    from ssmbench.harness.run_folder import RunFolder
+    from ssmbench.harness.results.run_folder import RunFolder
 
     now = [0.0]
     deadline = Deadline(1, clock=lambda: now[0])
@@ -229,7 +236,7 @@ def test_a_run_stops_at_its_limit_and_a_copied_folder_resumes_like_one_run(tmp_p
 def test_a_limit_reached_after_the_last_step_leaves_only_the_final_scoring(tmp_path, monkeypatch):
     """A deadline that allows every step but not the final scoring: last.pt at the last step, no metrics.json; the
     resume only scores."""
-    from ssmbench.harness import loggers
+    from ssmbench.harness.results import loggers
 
     now = [0.0]
     deadline = Deadline(100, clock=lambda: now[0])  # nothing takes (fake) time until the last validation

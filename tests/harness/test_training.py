@@ -10,8 +10,9 @@ import torch
 
 import ssmbench
 from ssmbench.errors import ConfigError
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.config.run_config import RunConfig
 from ssmbench.harness.evaluation import resume
-from ssmbench.harness.run_config import RunConfig
 from ssmbench.harness.scoring import score_checkpoint
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 12, "train.eval_every": 6,
@@ -118,7 +119,7 @@ def test_leaky_mixer_claiming_causality_is_refused(tmp_path):
 
 
 def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-    from ssmbench.harness.trainer import NonFiniteLoss
+    from ssmbench.harness.training.trainer import NonFiniteLoss
 
     with pytest.raises(NonFiniteLoss, match="loss became nan"):
         tiny(tmp_path, model="user_mixers:NanAfter", **{"model.d_state": None, "model.after": 8})
@@ -131,14 +132,14 @@ def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 def test_preset_resolution_order(tmp_path):
     cfg_file = tmp_path / "c.toml"
     cfg_file.write_text('"train.lr" = 0.5\n"train.steps" = 7\n')
-    cfg = RunConfig.resolve("dlr", "reverse", "quick", config_file=cfg_file, overrides={"train.steps": 9})
+    cfg = resolve_run("dlr", "reverse", "quick", config_file=cfg_file, overrides={"train.steps": 9})
     assert cfg.train.lr == 0.5 and cfg.train.steps == 9            # file over preset, -o over file
     assert cfg.model_overrides["n_layers"] == 2                       # the quick preset's per-task value
     assert cfg.model_overrides["d_state"] == 1024                     # "${T}": reverse at L = 512 has T = 1024
-    paper = RunConfig.resolve("dlr", "shift", "paper")
+    paper = resolve_run("dlr", "shift", "paper")
     assert (paper.task_config["L"], paper.train.steps, paper.train.lr) == (4096, 43200, 5e-5)  # run-1d.sh@27e7287
-    assert RunConfig.resolve("dlr", "shift", "paper", length=512).preset == "dlr_paper/atomic512/dlr"
+    assert resolve_run("dlr", "shift", "paper", length=512).preset == "dlr_paper/atomic512/dlr"
     with pytest.raises(ConfigError, match="no paper preset for model 'lru' on shift"):
-        RunConfig.resolve("lru", "shift", "paper", length=2 ** 14)
+        resolve_run("lru", "shift", "paper", length=2 ** 14)
     with pytest.raises(ConfigError, match="did you mean 'train.steps'"):
-        RunConfig.resolve("dlr", "shift", overrides={"train.step": 3})
+        resolve_run("dlr", "shift", overrides={"train.step": 3})

@@ -73,7 +73,7 @@ def test_log_samples_writes_predictions_that_reproduce_the_test_r2(tmp_path):
 
 
 def test_a_run_that_cannot_fit_is_refused_before_its_folder_exists(tmp_path, monkeypatch):
-    from ssmbench.harness import memory
+    from ssmbench.harness.training import memory
 
     monkeypatch.setattr(memory, "free_bytes", lambda device: 20000)  # the model (~11 KiB) fits, its batch does not
     with pytest.raises(ConfigError, match=r"train.batch_size: this run needs at least .* and 19.5 KiB is free"):

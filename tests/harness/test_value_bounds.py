@@ -18,9 +18,10 @@ import pytest
 import ssmbench
 from ssmbench.config import parse_value
 from ssmbench.errors import ConfigError
-from ssmbench.harness import memory
-from ssmbench.harness.batches import TrainFeed
-from ssmbench.harness.run_config import BOUNDS, COMMAND_ONLY, SECTIONS, RunConfig, check_keys
+from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.config.run_config import BOUNDS, COMMAND_ONLY, SECTIONS, RunConfig, check_keys
+from ssmbench.harness.feed.batches import TrainFeed
+from ssmbench.harness.training import memory
 
 ABSURD = [
     ("train.lr", "nan", "must be a finite number, got 'nan'"),
@@ -98,7 +99,7 @@ def test_the_value_parser_refuses_non_finite_numbers_of_any_type(raw):
                                                 ("model.d_model", "0", "must be >= 1"),
                                                 ("model.n_layers", "1e9", "must be <= 10,000")])
 def test_backbone_sizes_and_rates_are_bounded(key, raw, problem):
-    from ssmbench.harness.models import build_model
+    from ssmbench.harness.models.build import build_model
 
     cfg = RunConfig(task="cumsum", task_config={"L": 16}, model="dlr")
     with pytest.raises(ConfigError, match=f"^{key}: {problem}"):
@@ -126,7 +127,7 @@ def test_a_model_too_large_for_the_device_is_refused_before_it_is_built(tmp_path
     """`-o model.d_model=100000`: one 100000 x 100000 output projection per layer (40 GB), x 4 with gradients and
     AdamW's moments. The bound counts the parameters on a build on the meta device (nothing allocated), so the run
     is refused in one line before `trainer.setup` builds the model, and no run folder is left."""
-    from ssmbench.harness import trainer
+    from ssmbench.harness.training import trainer
 
     def built(*args, **kwargs):
         raise AssertionError("the model was built")
@@ -146,10 +147,10 @@ def test_the_model_bound_counts_what_a_real_build_holds():
     """Trainable parameters x 4 plus buffers, as a build on the CPU has them; a factory (a whole model) too."""
     import torch
 
-    from ssmbench.harness.models import build_model
+    from ssmbench.harness.models.build import build_model
 
     for model in ("dlr", "user_mixers:build_whole"):
-        cfg = RunConfig.resolve(model, "cumsum", length=32)
+        cfg = resolve_run(model, "cumsum", length=32)
         real = build_model(cfg.model, cfg.spec(), dict(cfg.model_overrides))
         want = sum(4 * p.numel() * p.element_size() for p in real.parameters()) + \
             sum(b.numel() * b.element_size() for b in real.buffers())

@@ -7,8 +7,8 @@ import pytest
 
 from ssmbench.errors import ConfigError
 from ssmbench.generators.mqar import FIGURE2, MqarConfig
-from ssmbench.harness.presets import paper_rows, resolve_preset
-from ssmbench.harness.run_config import RunConfig
+from ssmbench.harness.config.presets import paper_rows, resolve_preset
+from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.registry import get_task
 
 
@@ -35,14 +35,14 @@ def test_every_zoology_and_mamba_row_resolves_to_a_run_config():
         if name.startswith(("zoology_paper/", "mamba_paper/")):
             family, model = name.split("/")[1:]
             task = "mqar" if family.startswith("mqar") else family
-            run = RunConfig.resolve(model, task, name)
+            run = resolve_run(model, task, name)
             assert run.task_config["L"] in (int(family[4:]) if task == "mqar" else 256,)
 
 
 @pytest.mark.parametrize("task", ["mqar", "induction_heads"])
 @pytest.mark.parametrize("model", ["attention", "dlr"])
 def test_quick_sections_are_cpu_sized(task, model):
-    run = RunConfig.resolve(model, task, "quick")
+    run = resolve_run(model, task, "quick")
     assert run.preset == "quick" and run.train.steps <= 3000 and run.model_overrides["n_layers"] == 2
     assert run.task_config["L"] <= 256 and run.task_config["vocab_size"] <= 256
     if model == "attention":

@@ -10,7 +10,7 @@ import torch
 from scipy.special import erf
 
 from ssmbench.api import Spec
-from ssmbench.harness.backbone import SequenceModel
+from ssmbench.harness.models.backbone import SequenceModel
 from ssmbench.reference_models.attention import Attention
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ssmbench.harness.models import check_causality
+from ssmbench.harness.models.build import check_causality
 from ssmbench.reference_models.las import LaS
 
 

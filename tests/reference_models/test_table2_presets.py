@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ssmbench.harness.models import build_model
-from ssmbench.harness.presets import resolve_preset
+from ssmbench.harness.config.presets import resolve_preset
+from ssmbench.harness.models.build import build_model
 from ssmbench.registry import get_task
 
 ROWS = {"dlr_paper/long_shift/dlr": ("dlr", 4096), "dlr_paper/long_shift/dss_exp": ("dss_exp", 4096),
