@@ -6,8 +6,12 @@
 - only `ssmbench/cli/` imports click;
 - no core module imports a specific plug-in module (`ssmbench.generators.<task>`, ...) at module level, and
   `ssmbench/data/` reaches plug-ins only through the registry (no import of one anywhere);
-- no import cycles among ssmbench modules, counting imports inside functions too;
+- no import cycles among ssmbench modules, of any kind: every `import` / `from ... import` anywhere in a module
+  counts, at module level, inside functions and under `if TYPE_CHECKING`;
 - layers: `ssmbench/cli/` -> `ssmbench/harness/` -> `ssmbench/data/` -> the core (the top-level modules), never back;
+- inside `ssmbench/harness/`, floors: the entry points at its top -> `training/` -> `models/`, `results/` ->
+  `config/`, `feed/`, `metrics/` -> `runtime/`; a module imports from its own sub-package or a lower floor only
+  (two sub-packages on one floor do not import each other), and the top holds at most 12 modules;
 - inside `ssmbench/data/`: `folder/` (the dataset-folder contract) imports only the core, `read/` only `folder/` and
   the core (a reader never loads the builder or the downloader), and the harness reaches no `hub/` module.
 """
@@ -34,6 +38,7 @@ class Import:
     target: str  # dotted module name, resolved (a package's submodule when `from pkg import submodule`)
     top_level: bool  # executed at import time (not inside a function body, not under `if TYPE_CHECKING`)
     line: int
+    type_only: bool = False  # under `if TYPE_CHECKING` (never executed, but still an arrow of the structure)
 
 
 def _modules() -> dict[str, Path]:
@@ -55,13 +60,14 @@ def _imports(name: str) -> list[Import]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[Import] = []
 
-    def visit(node: ast.AST, top: bool) -> None:
+    def visit(node: ast.AST, top: bool, type_only: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(child, False, True)
                 continue
             inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
-                out.extend(Import(alias.name, inner, child.lineno) for alias in child.names)
+                out.extend(Import(alias.name, inner, child.lineno, type_only) for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
                 if child.level:
                     base = package.split(".")[: len(package.split(".")) - child.level + 1]
@@ -70,11 +76,15 @@ def _imports(name: str) -> list[Import]:
                     module = child.module or ""
                 for alias in child.names:
                     sub = f"{module}.{alias.name}"
-                    out.append(Import(sub if sub in MODULES else module, inner, child.lineno))
+                    out.append(Import(sub if sub in MODULES else module, inner, child.lineno, type_only))
             else:
-                visit(child, inner)
+                visit(child, inner, type_only)
 
-    visit(ast.parse(path.read_text(), filename=str(path)), True)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    visit(tree, True, False)
+    # every Import / ImportFrom node of the module is seen, wherever it sits (functions, classes, try, if, with)
+    assert len({imp.line for imp in out}) == len({n.lineno for n in ast.walk(tree)
+                                                  if isinstance(n, (ast.Import, ast.ImportFrom))}), name
     return out
 
 
@@ -85,10 +95,13 @@ def _is(target: str, library: str) -> bool:
     return target == library or target.startswith(library + ".")
 
 
-def _violations(modules: list[str], banned: tuple[str, ...], top_level_only: bool = False) -> list[str]:
+def _violations(modules: list[str], banned: tuple[str, ...], top_level_only: bool = False,
+                executed_only: bool = False) -> list[str]:
+    """Imports of `banned` by `modules`; `top_level_only`: those run at import time; `executed_only`: leaving out
+    those under `if TYPE_CHECKING` (a library named for its types is never loaded)."""
     return [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m in modules
             for imp in IMPORTS[m] if any(_is(imp.target, b) for b in banned)
-            and (imp.top_level or not top_level_only)]
+            and (imp.top_level or not top_level_only) and not (imp.type_only and executed_only)]
 
 
 def _is_plugin(name: str) -> bool:
@@ -103,18 +116,23 @@ def test_the_scan_sees_the_layout():
     assert any(imp.target == "numba" and not imp.top_level for imp in IMPORTS["ssmbench.data.make.jobs"])
     assert any(imp.target == "h5py" and not imp.top_level for imp in IMPORTS["ssmbench.data.make.shards"])
     assert any(imp.target == "ssmbench.api" and imp.top_level for imp in IMPORTS["ssmbench.data.make.shards"])
+    # imports under `if TYPE_CHECKING` and inside functions are seen too
+    evaluation = IMPORTS["ssmbench.harness.evaluation"]
+    assert any(imp.target == "ssmbench.harness.config.run_request" and imp.type_only for imp in evaluation)
+    assert any(imp.target == "ssmbench.harness.training.trainer" and not imp.top_level and not imp.type_only
+               for imp in evaluation)
 
 
 @pytest.mark.parametrize("module", PLUMBING)
 def test_plumbing_imports_no_heavy_or_cli_library(module):
-    assert not _violations([module], ("h5py", "torch", "click"))
+    assert not _violations([module], ("h5py", "torch", "click"), executed_only=True)
 
 
 def test_data_never_imports_torch_at_module_level_nor_click():
     data = [m for m in MODULES if _is(m, "ssmbench.data")]
     assert len(data) > 8
     assert not _violations(data, ("torch",), top_level_only=True)
-    assert not _violations(data, ("click",))
+    assert not _violations(data, ("click",), executed_only=True)
 
 
 def test_only_the_cli_imports_click():
@@ -181,9 +199,24 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+def _graph() -> dict[str, set[str]]:
+    return {m: {imp.target for imp in IMPORTS[m] if imp.target in MODULES and imp.target != m} for m in MODULES}
+
+
 def test_no_import_cycles():
-    graph = {m: {imp.target for imp in IMPORTS[m] if imp.target in MODULES and imp.target != m} for m in MODULES}
-    assert not _cycles(graph)
+    """No circle of any kind: module level, inside functions and under `if TYPE_CHECKING` alike."""
+    assert not _cycles(_graph())
+
+
+def test_the_cycle_test_sees_a_type_checking_circle():
+    real = IMPORTS["ssmbench.harness.config.run_request"]
+    IMPORTS["ssmbench.harness.config.run_request"] = [*real, Import("ssmbench.harness.config.resolver", False, 1,
+                                                                    True)]
+    try:
+        with pytest.raises(AssertionError):
+            test_no_import_cycles()
+    finally:
+        IMPORTS["ssmbench.harness.config.run_request"] = real
 
 
 def _ssmbench_imports(modules: list[str]) -> list[tuple[str, Import]]:
@@ -221,6 +254,67 @@ def test_the_reader_imports_neither_the_builder_nor_the_hub():
            if imp.target not in CORE and not _is(imp.target, "ssmbench.data.read")
            and not _is(imp.target, "ssmbench.data.folder")]
     assert not bad
+
+
+HARNESS = "ssmbench.harness"
+HARNESS_FLOORS = [("runtime",), ("config", "feed", "metrics"), ("models", "results"), ("training",), ("",)]
+"""Bottom to top; "" is the harness's own top (the entry points)."""
+MAX_TOP_MODULES = 12
+COMPAT = ("ssmbench.harness.backbone", "ssmbench.harness.optim_groups")
+"""Paths of docs/models.md kept for plug-ins; nothing in ssmbench imports them."""
+
+
+def _room(module: str) -> str:
+    """The harness sub-package a harness module lives in ("" for the modules at the harness's top)."""
+    rest = module.removeprefix(HARNESS).lstrip(".")
+    head, dot, _ = rest.partition(".")
+    return head if dot or MODULES[module].name == "__init__.py" and head else ""
+
+
+def _floor(room: str) -> int:
+    return next(i for i, rooms in enumerate(HARNESS_FLOORS) if room in rooms)
+
+
+def _harness_breaches(imports: dict[str, list[Import]]) -> list[str]:
+    bad = []
+    for m in _under(HARNESS):
+        here = _room(m)
+        for imp in imports[m]:
+            if imp.target not in MODULES or not _is(imp.target, HARNESS) or imp.target == HARNESS:
+                continue
+            there = _room(imp.target)
+            if there != here and _floor(there) >= _floor(here):
+                bad.append(f"{MODULES[m].relative_to(ROOT)}:{imp.line} ({here or 'top'}) imports {imp.target} "
+                           f"({there or 'top'})")
+    return bad
+
+
+def test_the_harness_is_in_floors_that_import_downwards():
+    rooms = {_room(m) for m in _under(HARNESS)}
+    assert rooms == {room for floor in HARNESS_FLOORS for room in floor}, rooms  # every sub-package has a floor
+    assert not _harness_breaches(IMPORTS)
+
+
+def test_the_harness_top_holds_few_modules():
+    top = sorted(p.name for p in (ROOT / "ssmbench/harness").glob("*.py"))
+    assert "__init__.py" in top and len(top) <= MAX_TOP_MODULES, top
+
+
+def test_nothing_imports_the_kept_documented_paths():
+    assert set(COMPAT) <= set(MODULES)
+    assert not _violations([m for m in MODULES if m not in COMPAT], COMPAT)
+
+
+def test_the_floor_rule_sees_a_breach():
+    """An upward import (the config importing the trainer) and a sideways one (results importing a model module)
+    are caught, under `if TYPE_CHECKING` too; a downward one is not."""
+    for source, target in [("ssmbench.harness.config.run_config", "ssmbench.harness.training.trainer"),
+                           ("ssmbench.harness.results.run_folder", "ssmbench.harness.models.build")]:
+        imports = {**IMPORTS, source: [*IMPORTS[source], Import(target, False, 1, True)]}
+        assert _harness_breaches(imports), (source, target)
+    down = "ssmbench.harness.training.trainer"
+    assert not _harness_breaches({**IMPORTS, down: [*IMPORTS[down], Import("ssmbench.harness.runtime.threads",
+                                                                             True, 1)]})
 
 
 def test_the_harness_reads_folders_without_the_hub():

@@ -29,7 +29,7 @@ from .provenance import created_utc, environment
 from .shards import shard_done, storage_fields
 
 if TYPE_CHECKING:
-    from .generate import BuildPlan  # generate.py imports this module
+    from .shards import BuildPlan
 
 SVML_VARIABLE = "NUMBA_DISABLE_INTEL_SVML"
 

@@ -12,7 +12,7 @@ import logging
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from .progress import check_fits_before_planning, check_space, finalized, shards
 from .provenance import environment
 from .shards import (
     MAX_SAMPLES,
+    BuildPlan,
     ShardSpec,
     auto_samples_per_shard,
     block_rows,
@@ -69,28 +70,6 @@ def dataset_name(task: Any, config: Any) -> str:
         preset = str(config.size)
     base = f"{task.name}-{preset}"
     return base if exact else f"{base}-{config_sha256(config.to_dict())[:8]}"
-
-
-@dataclass
-class BuildPlan:
-    """Everything a shard job needs, picklable for worker processes."""
-
-    task: str
-    version: str
-    config: dict[str, Any]
-    seed: int
-    sizes: dict[str, int]
-    samples_per_shard: int
-    codec: str | None
-    name: str
-    dataset_id: str
-    shards: list[ShardSpec] = field(default_factory=list)
-
-    def identity(self) -> dict[str, Any]:
-        """What must match for two runs to write into the same folder."""
-        return {"task": self.task, "task_version": self.version, "config_sha256": config_sha256(self.config),
-                "root_seed": self.seed, "sizes": self.sizes, "samples_per_shard": self.samples_per_shard,
-                "codec": self.codec}
 
 
 def _config_of(plan: BuildPlan) -> Any:

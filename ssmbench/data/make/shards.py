@@ -16,14 +16,14 @@ import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...api import Field, Spec
-from ...config import Bound
+from ...config import Bound, config_sha256
 from ...errors import ConfigError, SsmbenchError
 from ...plain import file_sha256
 from ..folder.atomic import atomic_write_bytes, atomic_write_json, fsync_dir
@@ -51,6 +51,28 @@ class ShardSpec:
     @property
     def rowhashes(self) -> str:
         return f".build/{self.relpath[:-3]}.rows.npy"
+
+
+@dataclass
+class BuildPlan:
+    """Everything a shard job needs, picklable for worker processes."""
+
+    task: str
+    version: str
+    config: dict[str, Any]
+    seed: int
+    sizes: dict[str, int]
+    samples_per_shard: int
+    codec: str | None
+    name: str
+    dataset_id: str
+    shards: list[ShardSpec] = field(default_factory=list)
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for two runs to write into the same folder."""
+        return {"task": self.task, "task_version": self.version, "config_sha256": config_sha256(self.config),
+                "root_seed": self.seed, "sizes": self.sizes, "samples_per_shard": self.samples_per_shard,
+                "codec": self.codec}
 
 
 def split_sizes(n: int, split: Mapping[str, float | int]) -> dict[str, int]:
