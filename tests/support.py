@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -90,3 +92,25 @@ def rows(block: dict) -> list[dict]:
 
 def all_equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+PROCESS_CEILING = 600
+"""Seconds a test waits for another process's file or exit: generous (a busy machine), never a fixed sleep."""
+
+
+def wait_for(path: Path, proc: subprocess.Popen | None = None) -> None:
+    """Return once `path` exists; fail when `proc` ends first or PROCESS_CEILING passes."""
+    deadline = time.monotonic() + PROCESS_CEILING
+    while not path.exists():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended ({proc.returncode}) before {path} appeared: "
+                                 f"{proc.stderr.read() if proc.stderr else ''}")
+        assert time.monotonic() < deadline, f"{path} did not appear within {PROCESS_CEILING} s"
+        time.sleep(0.02)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid

@@ -35,27 +35,12 @@ from ssmbench.harness.evaluation import resume
 from ssmbench.harness.results import checkpoints, run_folder
 from ssmbench.harness.results.checkpoints import load_checkpoint, load_last, previous_of, save_checkpoint
 from ssmbench.harness.results.run_folder import RunFolder, RunFolderBusy, default_run_dir, run_lock
+from support import dead_pid, wait_for
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 1, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,
         "data.workers": 0}
 CEILING = 120  # seconds to wait for another process's file: generous, never a sleep
-
-
-def wait_for(path: Path, proc: subprocess.Popen) -> None:
-    import time
-
-    deadline = time.monotonic() + CEILING
-    while not path.exists():
-        assert proc.poll() is None, f"it ended ({proc.returncode}) before {path} appeared"
-        assert time.monotonic() < deadline, f"{path} did not appear within {CEILING} s"
-        time.sleep(0.02)
-
-
-def dead_pid() -> int:
-    p = subprocess.Popen([sys.executable, "-c", "pass"])
-    p.wait()
-    return p.pid
 
 
 # ---------------------------------------------------------------------------------------------------- the lock

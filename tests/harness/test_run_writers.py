@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ import torch
 import ssmbench
 from ssmbench.harness.evaluation import resume
 from ssmbench.harness.results.run_folder import RunFolderBusy, _process_start, run_lock
+from support import dead_pid, wait_for
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 1, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,
@@ -48,23 +48,6 @@ def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in first, result.stderr
     return first
-
-
-def wait_for(path: Path, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + CEILING
-    while not path.exists():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the process ended ({proc.returncode}) before {path} appeared: "
-                                 f"{proc.stderr.read() if proc.stderr else ''}")
-        assert time.monotonic() < deadline, f"{path} did not appear within {CEILING} s"
-        time.sleep(0.05)
-
-
-def dead_pid() -> int:
-    """The pid of a process that has ended (and been reaped)."""
-    p = subprocess.Popen([sys.executable, "-c", "pass"])
-    p.wait()
-    return p.pid
 
 
 def tiny_args(out: Path, *extra: str) -> list[str]:
