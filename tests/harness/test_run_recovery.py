@@ -104,6 +104,15 @@ def test_a_held_flock_is_refused_even_when_the_file_names_no_live_process(tmp_pa
             assert expected in caught.value.message, caught.value.message
         finally:
             os.close(fd)
+    path.write_text(json.dumps({"pid": "not a number", "host": socket.gethostname()}))  # a damaged lock file
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RunFolderBusy):  # one line, not a ValueError traceback
+            with run_lock(folder):
+                pass
+    finally:
+        os.close(fd)
     with run_lock(folder):  # free again
         pass
 

@@ -6,7 +6,8 @@ it sees that (the inode at `path` is not the one it locked, or there is none) an
 creating it if need be. So no `.get-NAME.lock` is left behind, and two processes never both believe they hold it.
 A crash leaves the file, which is harmless: the next holder locks it and removes it.
 
-Where `flock` is missing (Windows, some network file systems) the lock is `filelock.FileLock`'s, and the file stays.
+Without `fcntl` (Windows) the lock is `filelock.FileLock`'s, and the file stays; on a file system without `flock`
+(some network file systems) the block runs unlocked, like a run folder's lock there (filelock would flock too).
 
 >>> import tempfile, pathlib
 >>> tmp = tempfile.TemporaryDirectory()
@@ -79,9 +80,8 @@ def held(path: Path, wait: bool = True, on_wait: Callable[[], None] | None = Non
         with _filelock(path, wait, on_wait):
             yield
         return
-    if fd is None:
-        with _filelock(path, wait, on_wait):
-            yield
+    if fd is None:  # a file system without flock: filelock would call flock too, so go on unlocked, as runs do
+        yield
         return
     try:
         yield

@@ -69,15 +69,20 @@ def _running(pid: int, start: str | None) -> bool:
     return start is None or now is None or now == start
 
 
+def _holder_pid(holder: dict[str, Any]) -> int | None:
+    """The pid a lock file names; None when it names none or something that is not a number (a damaged file)."""
+    try:
+        return int(holder.get("pid", 0) or 0) or None
+    except (TypeError, ValueError):
+        return None
+
+
 def _stale(holder: dict[str, Any]) -> bool:
     """Whether `holder` names a process of this host that no longer runs."""
     if not holder or holder.get("host", socket.gethostname()) != socket.gethostname():
         return False
-    try:
-        pid = int(holder.get("pid", 0) or 0)
-    except (TypeError, ValueError):
-        return False
-    return not _running(pid, holder.get("pid_start"))
+    pid = _holder_pid(holder)
+    return pid is not None and not _running(pid, holder.get("pid_start"))
 
 
 def _holder_text(holder: dict[str, Any]) -> str:
@@ -157,7 +162,7 @@ def run_lock(folder: str | Path, command: str | None = None) -> Iterator[None]:
     try:
         holder, host = _read_holder(fd), socket.gethostname()
         if holder and (holder.get("pid"), holder.get("host", host)) != (os.getpid(), host):
-            pid = int(holder.get("pid", 0) or 0)
+            pid = _holder_pid(holder) or 0
             remove = f"if that run no longer runs, delete {path} and try again"
             if holder.get("host", host) != host:
                 raise RunFolderBusy(f"{folder} is locked by {_holder_text(holder)}, another machine", remove)
