@@ -101,11 +101,11 @@ def finalize(root: Path, plan: BuildPlan, argv: list[str] | None = None, explici
         "created_utc": created_utc(),
     }
     if task.card_preview:
-        from .preview import render_preview
+        from .preview import BUILD_PREVIEW_SAMPLES, PREVIEW_FILE, render_preview
 
         write_manifest(root, manifest)  # the preview reads the shards through it
-        drawn = render_preview(root, n=4, out=root / ".build" / "preview.png")
-        png = root / "preview.png"
+        drawn = render_preview(root, n=BUILD_PREVIEW_SAMPLES, out=root / ".build" / PREVIEW_FILE)
+        png = root / PREVIEW_FILE
         atomic_write_bytes(png, drawn.read_bytes())  # like every small file: whole, fsynced, or not at all
         drawn.unlink()
         files.append({"path": png.name, "num_bytes": png.stat().st_size, "sha256": file_sha256(png)})

@@ -167,8 +167,10 @@ def check_batch_fits(config: Any, spec: Any, device: torch.device, world_size: i
     if force:
         return
     free = free_bytes(device)
+    if free is None:  # unknown: nothing to compare the bound with (and no model built on the meta device)
+        return
     bound = batch_lower_bound(config, spec, world_size)
-    if free is None or bound["bytes"] <= free:
+    if bound["bytes"] <= free:
         return
     precision, n = config.hardware.precision, bound["samples_per_step"]
     what = "its inputs and targets" + (f" and one {bound['d_model']}-wide activation per position" if
