@@ -1,7 +1,7 @@
 """The default evaluator: train with the task's protocol, select on validation, score test once.
 
-Thin glue over `ssmbench.harness.evaluation.train_and_score` (the loop is `ssmbench.harness.training.trainer.train`):
-`ssmbench eval` (`--evaluator train_eval`, the default) and `ssmbench.evaluate(...)` take this path.
+Thin glue over `ssmbench.harness.training.protocol.train_and_score` (the loop is
+`ssmbench.harness.training.trainer.train`): `ssmbench eval` (`--evaluator train_eval`, the default) and `ssmbench.evaluate(...)` take this path.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class TrainEval(Evaluator):
     def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
             quiet: bool = False, logger: str | None = None, force: bool = False, **options: Any) -> Any:
         """`force`: train even when the estimated peak memory exceeds the device's free memory."""
-        from ssmbench.harness.evaluation import train_and_score
+        from ssmbench.harness.training.protocol import train_and_score
 
         if options:
             raise TypeError(f"train_eval takes no options {sorted(options)}")

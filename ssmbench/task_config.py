@@ -34,14 +34,89 @@ from .plain import json_plain
 from .registry import get_task
 
 if TYPE_CHECKING:
-    from .api import Task, TaskConfig
+    from .api import Spec, Task, TaskConfig
 
 __all__ = ["resolve", "resolve_config", "to_plain", "from_plain", "rebase", "explicit_values",
-           "nearest_size_preset", "extra_overrides", "OPTION_OF", "SELECTOR_FIELD"]
+           "nearest_size_preset", "extra_overrides", "ResolvedTask", "OPTION_OF", "SELECTOR_FIELD"]
 
 OPTION_OF = {"length": "--length", "size": "--size", "preset": "--preset"}
 SELECTOR_FIELD = {"length": "L", "size": "size"}
 """The config field that doubles as the preset selector of each `preset_option`."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ResolvedTask:
+    """A task settled once for a run: the task object, its frozen config and the Spec at that config.
+
+    The run's resolver makes it (`harness.config.resolver`) and the run carries it (`RunConfig.resolved_task`)
+    to everything that needs the task: the model builder, the objective, the feeds, `TaskStream`, the message
+    sizing. Nothing downstream looks the task up by name or computes its Spec again. Two are equal when their task
+    and config are (the Spec follows from them).
+
+    Example:
+        >>> rt = ResolvedTask.of("cumsum", {"L": 64})
+        >>> rt.name, rt.config.L, rt.spec.seq_len, rt.plain["L"]
+        ('cumsum', 64, 64, 64)
+        >>> rt == ResolvedTask.of("cumsum", rt.plain)
+        True
+    """
+
+    task: Task[Any]
+    config: TaskConfig
+    spec: Spec
+    plain: dict[str, Any] = dataclasses.field(repr=False)
+    """The config's JSON form (`to_plain(config)`: what config.json stores)."""
+
+    @classmethod
+    def of(cls, task: str | Task[Any], config: TaskConfig | Mapping[str, Any]) -> ResolvedTask:
+        """The resolved task of a config object or of a full stored config (`from_plain`); the Spec is computed
+        here, once."""
+        task = _task(task)
+        if isinstance(config, Mapping):
+            config = from_plain(task, config)
+        return cls(task, config, task.spec(config), to_plain(config))
+
+    @classmethod
+    def settle(cls, task: str | Task[Any] | ResolvedTask,
+               config: TaskConfig | Mapping[str, Any] | None = None) -> ResolvedTask:
+        """`task` as given when it is resolved already (then `config` must be None); else the task with `config`
+        resolved as `ssmbench generate` resolves it: a mapping of values (the preset its selector picks, then the
+        other values), a config object as it is, None the default preset.
+
+        >>> ResolvedTask.settle("pathfinder", {"size": 200}).spec.seq_len
+        40000
+        >>> rt = ResolvedTask.settle("shift"); ResolvedTask.settle(rt) is rt
+        True
+        """
+        if isinstance(task, ResolvedTask):
+            if config is not None:
+                raise TypeError("a resolved task carries its config: pass no other")
+            return task
+        task = _task(task)
+        if config is None:
+            config = task.presets[task.default_preset]
+        elif isinstance(config, Mapping):
+            config = resolve(task, config)[0]
+        return cls(task, config, task.spec(config), to_plain(config))
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResolvedTask) and (self.name, self.config) == (other.name, other.config)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.config))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (to data workers, other ranks) by registry name: a task object is not pickled, and a plug-in
+        task registered in the parent is found the same way in the child."""
+        return (_unpickle_resolved, (self.name, self.config, self.spec))
+
+
+def _unpickle_resolved(name: str, config: TaskConfig, spec: Spec) -> ResolvedTask:
+    return ResolvedTask(get_task(name), config, spec, to_plain(config))
 
 
 def _task(task: str | Task[Any]) -> Task[Any]:

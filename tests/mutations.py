@@ -276,7 +276,7 @@ MUTATIONS: list[Mutation] = [
              ("tests/harness/test_time_limit.py::"
               "test_a_limit_spent_before_training_stops_before_the_optimiser_and_keeps_the_folder",),
              "a spent time limit stops only after the optimiser and the validation set"),
-    Mutation("evaluation.py:+kept", "ssmbench/harness/evaluation.py",
+    Mutation("protocol.py:+kept", "ssmbench/harness/training/protocol.py",
              "fresh and env.is_main and not isinstance(exc, TL.TimeLimitReached)", "fresh and env.is_main",
              ("tests/harness/test_time_limit.py::"
               "test_a_limit_spent_before_training_stops_before_the_optimiser_and_keeps_the_folder",),

@@ -119,8 +119,9 @@ def test_the_scan_sees_the_layout():
     # imports under `if TYPE_CHECKING` and inside functions are seen too
     evaluation = IMPORTS["ssmbench.harness.evaluation"]
     assert any(imp.target == "ssmbench.harness.config.run_request" and imp.type_only for imp in evaluation)
+    protocol = IMPORTS["ssmbench.harness.training.protocol"]
     assert any(imp.target == "ssmbench.harness.training.trainer" and not imp.top_level and not imp.type_only
-               for imp in evaluation)
+               for imp in protocol)
 
 
 @pytest.mark.parametrize("module", PLUMBING)

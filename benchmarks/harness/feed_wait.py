@@ -43,11 +43,13 @@ def main() -> None:
 
     from ssmbench.harness.feed.batches import prefer_fork_safe_numba
     from ssmbench.harness.feed.message_size import auto_steps_per_message, message_bytes
+    from ssmbench.task_config import ResolvedTask
 
     prefer_fork_safe_numba()
     print(f"batch 16, L={args.length}, {args.workers} workers, simulated step {args.step_ms} ms")
     for task in args.tasks:
-        k = auto_steps_per_message(task, {"L": args.length}, 16, message_bytes(4, workers=args.workers))  # as TrainFeed
+        k = auto_steps_per_message(ResolvedTask.of(task, {"L": args.length}).spec, 16,
+                                   message_bytes(4, workers=args.workers))  # as TrainFeed
         one = wait_share(task, args.length, args.workers, args.step_ms, args.steps, 1)
         auto = wait_share(task, args.length, args.workers, args.step_ms, args.steps, None)
         print(f"{task:8s} waiting: 1 step/message {one:6.1%}   {k} steps/message {auto:6.1%}   "

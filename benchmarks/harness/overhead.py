@@ -201,7 +201,7 @@ def main() -> None:
                 continue
             bare, bare_peak, bare_median = bare_loop(cfg, args.steps, device)
             size = message_bytes(cfg.data.prefetch, workers=cfg.data.workers)  # as the run's TrainFeed sizes them
-            k = 1 if cfg.data.path else auto_steps_per_message(cfg.task, cfg.task_config, cfg.train.batch_size, size)
+            k = 1 if cfg.data.path else auto_steps_per_message(cfg.resolved_task.spec, cfg.train.batch_size, size)
             for feed in args.feed:
                 device_feed.LOADER_PINS = feed == "loader-pinned"
                 _empty_host_cache(device)

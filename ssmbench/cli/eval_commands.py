@@ -14,7 +14,7 @@ import click
 from .app import cli, emit
 
 if TYPE_CHECKING:
-    from ..harness.config.run_request import RunRequest
+    pass
 
 EVAL_EPILOG = """\b
 Model resolution: a registered name (`ssmbench ls models`), or `module:Object`. An nn.Module subclass is a
@@ -138,7 +138,7 @@ def eval_command(**given: Any) -> None:
     _early_checks(given["model"], given["preset"], given["config_file"], keys, given["device"], given["checkpoint"],
                   given["evaluator"])
     try:
-        _eval(_request(given, keys, deadline), given["as_json"])
+        _eval(_request_parts(given, keys, deadline), given["as_json"])
     except TimeLimitReached as exc:
         _stopped(exc, given["as_json"])
 
@@ -302,11 +302,10 @@ def _stopped(exc: Any, as_json: bool) -> None:
     sys.exit(exc.exit_code)
 
 
-def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunRequest:
-    """The command's options as one `RunRequest` (its mode decided by the library); the combinations of options
-    that make no command are usage errors here."""
-    from ..harness.config.run_request import RunOptions, RunRequest, RunSettings, TaskSelector
-    from ..harness.dispatch import choose_mode
+def _request_parts(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> dict[str, Any]:
+    """The command's options as the parts of one `RunRequest` (`dispatch.plan` decides its mode); the
+    combinations of options that make no command are usage errors here."""
+    from ..harness.config.run_request import RunOptions, RunSettings, TaskSelector
 
     checkpoint, evaluator, split = given["checkpoint"], given["evaluator"], given["split"]
     if given["log_samples"]:
@@ -332,21 +331,22 @@ def _request(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -> RunR
             raise click.UsageError("--lengths already names the lengths: drop --length / --size")
         lengths = tuple(parse_lengths(given["lengths"]))
     seeds = () if checkpoint or given["resume_dir"] else tuple(_seeds(given["seeds"]))  # read by runs only
-    mode = choose_mode(given["task"], seeds=seeds, data=given["data"], resume_dir=given["resume_dir"],
-                       checkpoint=checkpoint)
     settings = RunSettings(preset=given["preset"], config_file=given["config_file"], overrides=keys,
                            seed=given["seed"], seeds=seeds, allow_noncausal=given["allow_noncausal"],
                            evaluator=evaluator or "train_eval", split=split)
     options = RunOptions(device=given["device"], precision=given["precision"], compile=given["compile_"],
                          data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
                          logger=given["logger"], force=given["force"], time_limit=deadline)
-    return RunRequest(mode, given["model"], TaskSelector(given["task"], given["length"], given["size"]), settings,
-                      options, resume_dir=given["resume_dir"], checkpoint=checkpoint, lengths=lengths)
+    return {"model": given["model"], "selector": TaskSelector(given["task"], given["length"], given["size"]),
+            "settings": settings, "options": options, "resume_dir": given["resume_dir"], "checkpoint": checkpoint,
+            "lengths": lengths}
 
 
-def _eval(request: RunRequest, as_json: bool) -> None:
-    """Run the request (`dispatch.run_request`) and print what it made."""
-    from ..harness.dispatch import run_request
+def _eval(parts: dict[str, Any], as_json: bool) -> None:
+    """Plan the request (`dispatch.plan`), run it (`dispatch.run_request`) and print what it made."""
+    from ..harness.dispatch import plan, run_request
+
+    request = plan(**parts)
 
     outcome = run_request(request, None if as_json or request.mode != "suite" else (lambda r: _report([r], False)))
     split = request.settings.split

@@ -74,12 +74,12 @@ def choose_mode(task: str | None, *, seeds: Sequence[int] = (), data: str | Path
 
 def plan(*, model: str | None, selector: TaskSelector = TaskSelector(), settings: RunSettings = RunSettings(),
          options: RunOptions = RunOptions(), resume_dir: str | Path | None = None,
-         checkpoint: str | Path | None = None) -> RunRequest:
+         checkpoint: str | Path | None = None, lengths: tuple[int, ...] = ()) -> RunRequest:
     """The request of these parts, its mode decided by `choose_mode`."""
     mode = choose_mode(selector.task, seeds=settings.seeds, data=options.data, resume_dir=resume_dir,
                        checkpoint=checkpoint)
     return RunRequest(mode=mode, model=model, selector=selector, settings=settings, options=options,
-                      resume_dir=resume_dir, checkpoint=checkpoint)
+                      resume_dir=resume_dir, checkpoint=checkpoint, lengths=lengths)
 
 
 def run_request(request: RunRequest, report: Callable[[EvalResult], None] | None = None) -> RunOutcome:

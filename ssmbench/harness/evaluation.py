@@ -38,30 +38,26 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
-import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, SsmbenchError
+from ..errors import ConfigError
 from .config.run_config import RunConfig
 from .results.checkpoints import load_last
 from .results.eval_result import EvalResult
-from .results.run_folder import RunFolder, default_run_dir, run_lock
+from .results.run_folder import RunFolder, run_lock
 from .runtime import time_limit as TL
+from .training.protocol import train_and_score
 
 if TYPE_CHECKING:
     from .config.run_request import RunRequest
 
+__all__ = ["evaluate", "evaluate_request", "resume", "train_and_score", "RESUMABLE_KEYS"]
+
 RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
                   "hardware.threads", "train.time_limit")
 """What `--resume` may set: more steps, the command's own settings, and how the same run is fed and placed."""
-
-NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "threads")}
-"""config.json keys that do not define a run: a folder that saved no step restarts when only these differ."""
-
 
 def evaluate(model: str = "dlr", task: str | None = None, preset: str = "quick", *, length: int | None = None,
              size: int | None = None, config_file: str | Path | None = None,
@@ -132,6 +128,8 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
     `time_limit` as in `evaluate` (a limit of the run's earlier commands does not carry over). A run that saved no
     step (killed before its first checkpoint) starts again from step 0 with its own config, with a note. Refused
     while another process writes the folder."""
+    from .config.resolver import resolve_saved
+
     run = RunFolder(run_dir)
     if not run.config_path.exists():
         raise ConfigError("--resume", f"{run.path} is not an ssmbench run folder (no config.json)",
@@ -152,7 +150,7 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
         overrides = dict(overrides or {})
         if overrides.get("data.path"):  # stored absolute: the run may be resumed from another directory
             overrides["data.path"] = str(Path(overrides["data.path"]).resolve())
-        config = _relocate_data(config.with_overrides(overrides), explicit="data.path" in overrides).validate()
+        config = _relocate_data(resolve_saved(config, overrides), explicit="data.path" in overrides)
         deadline = _deadline(time_limit, config.train.time_limit)
         if run.finished and config.train.steps <= old_steps:
             raise ConfigError("--resume", f"{run.path} has already finished ({old_steps} steps)",
@@ -215,143 +213,3 @@ def _relocate_data(config: RunConfig, explicit: bool) -> RunConfig:
                                                 d.path, manifest.parent)
             return dataclasses.replace(config, data=dataclasses.replace(d, path=str(manifest.parent.resolve())))
     return config
-
-
-def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
-                    quiet: bool = False, logger: str | None = None, force: bool = False,
-                    restart: bool = False) -> EvalResult:
-    """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
-    model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test.
-    `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`)."""
-    import torch
-
-    from .feed.batches import prefer_fork_safe_numba
-    from .feed.folder_feed import probe_inputs
-    from .results.loggers import check_logger, make_logger
-    from .results.plots import learning_curves
-    from .runtime import distributed as D
-    from .runtime.threads import apply_threads
-    from .training.facts import check_direction, model_facts
-    from .training.memory import check_batch_fits, check_fits
-    from .training.trainer import setup, train
-
-    prefer_fork_safe_numba()
-    check_logger(logger)
-    threads = apply_threads(config.hardware.threads, config.data.workers)
-    if config.hardware.threads is None:  # recorded: resumed with other workers or elsewhere, the same reductions
-        config = dataclasses.replace(config, hardware=dataclasses.replace(config.hardware,
-                                                                          threads=threads["threads"]))
-    env = D.init_distributed(config.hardware.device)
-    spec = config.spec()
-    check_batch_fits(config, spec, env.device, env.world_size, force)  # shapes only: before anything runs the model
-    check_direction(config, spec)
-    s = setup(config, env)
-    facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
-    facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
-    path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
-    run = RunFolder(path)
-    fresh = not resume and not path.exists()
-    ext = None
-    start = time.time()
-    with contextlib.ExitStack() as held:
-        problem = None
-        if env.is_main:
-            try:  # one writer per run folder; a folder of this run that saved no step starts again
-                held.enter_context(run_lock(path))
-                _check_start(run, config, resume=resume, restart=restart)
-            except SsmbenchError as exc:
-                problem = exc
-        shared = D.broadcast_object(None if problem is None else problem.message)
-        if problem is not None:
-            raise problem
-        if shared is not None:  # another rank: rank 0 refused
-            raise SsmbenchError(shared)
-        try:
-            if env.is_main:
-                run.create()
-                run.write_config(config.to_json())
-                ext = make_logger(logger, run.path, config)
-            D.barrier()
-            metrics = train(s, run, resume=resume, quiet=quiet, logger=ext)
-        except torch.OutOfMemoryError as exc:
-            _discard_if_empty(run, fresh and env.is_main)
-            raise out_of_memory(config, exc) from None
-        except BaseException as exc:  # a time limit spent before the first step: kept, for the --resume it prints
-            _discard_if_empty(run, fresh and env.is_main and not isinstance(exc, TL.TimeLimitReached))
-            raise
-        finally:
-            if ext is not None:
-                ext.close()
-        metrics.update(facts, wall_time_s=time.time() - start)
-        if env.is_main:
-            learning_curves(run.read_log(), run.plots / "learning_curves.png",
-                            title=f"{config.task} / {config.model}")
-            run.write_metrics(metrics)
-        D.barrier()
-    return EvalResult(run.path, config, metrics)
-
-
-def _check_start(run: RunFolder, config: RunConfig, *, resume: bool, restart: bool) -> None:
-    """Under the folder's lock, before anything is written: refuse a run that would overwrite another; a folder
-    that holds this run's config and no saved step (killed before its first checkpoint) starts again from step 0,
-    with a note."""
-    if resume or not run.config_path.exists():
-        return
-    path = run.path
-    if run.finished or run.last.exists():
-        raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
-                                                                  f"`ssmbench eval --resume {path}`")
-    if not restart:
-        try:
-            stored = RunConfig.from_json(run.read_config())
-        except (TypeError, ValueError, KeyError):
-            stored = None
-        differs = "its config.json is not readable" if stored is None else _first_difference(stored, config)
-        if differs:
-            raise ConfigError("--out", f"{path} holds another run that saved no step ({differs})",
-                              f"choose another --out, or delete {path} to start this run there")
-    print(f"note: {path} holds this run with no saved step (stopped before its first checkpoint); starting it "
-          "again from step 0", file=sys.stderr, flush=True)
-    run.clear_unsaved()
-
-
-def _first_difference(stored: RunConfig, config: RunConfig) -> str | None:
-    """The first key (in -o syntax) whose value defines the run and differs, as "KEY: A there, B here"; None if none."""
-    def flat(cfg: RunConfig) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in cfg.to_json().items():
-            if isinstance(value, dict):
-                skip, prefix = NOT_DEFINING.get(key, ()), {"model_overrides": "model", "task_config": "task"}
-                out.update({f"{prefix.get(key, key)}.{k}": v for k, v in value.items() if k not in skip})
-            else:
-                out[key] = value
-        return out
-
-    a, b = flat(stored), flat(config)
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            return f"{key}: {a.get(key)!r} there, {b.get(key)!r} here"
-    return None
-
-
-def _discard_if_empty(run: RunFolder, created_here: bool) -> None:
-    """A run this call created that failed before saving any step (a full disk, a worker that could not start)
-    leaves nothing behind that would block the same command."""
-    if created_here and not run.last.exists():
-        shutil.rmtree(run.path, ignore_errors=True)
-
-
-def out_of_memory(config: RunConfig, exc: BaseException) -> SsmbenchError:
-    """CUDA out of memory -> one line naming the batch, the precision, and what to try."""
-    t, precision = config.train, config.hardware.precision
-    try:
-        T = config.spec().seq_len
-    except Exception:  # noqa: BLE001  (only the message needs it)
-        T = "?"
-    tips = [f"-o train.batch_size={max(1, t.batch_size // 2)}" if t.batch_size > 1 else None,
-            f"-o eval.batch_size={max(1, config.eval.batch_size // 2)}" if config.eval.batch_size > 1 else None,
-            "--precision bf16" if precision == "fp32" else None]
-    first = str(exc).splitlines()[0] if str(exc) else "out of memory"
-    return SsmbenchError(f"CUDA out of memory training {config.model} on {config.task} (T = {T}, global batch "
-                         f"{t.batch_size}, eval batch {config.eval.batch_size}, {precision}): {first[:120]}",
-                         "try " + " or ".join(x for x in tips if x) + " (under torchrun, more GPUs share the batch)")

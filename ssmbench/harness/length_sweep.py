@@ -78,7 +78,7 @@ def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "
     for length in lengths:
         try:
             result = score_checkpoint(checkpoint, split, length=length, out=folder / f"L{length}", device=device,
-                                      overrides=overrides, quiet=quiet)
+                                      overrides=overrides, quiet=quiet, loaded=ckpt)
         except ConfigError as exc:
             if exc.field != "--length":  # anything but "this model cannot run at that length" stops the sweep
                 raise

@@ -33,13 +33,18 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
                      length: int | None = None, size: int | None = None, out: str | Path | None = None,
                      runs_root: str | Path = "runs", device: str | None = None,
                      overrides: Mapping[str, Any] | None = None, quiet: bool = False,
-                     data: str | Path | None = None, model: str | None = None) -> EvalResult:
+                     data: str | Path | None = None, model: str | None = None,
+                     loaded: Mapping[str, Any] | None = None) -> EvalResult:
     """Exact and per-batch metrics of a checkpoint on `split`, written to a run folder of their own.
 
     `data`: score on this dataset folder instead of the run's own (ListOps / Pathfinder; a moved folder, or the
     other Pathfinder label rule): it must hold the checkpoint's task with the same configuration otherwise.
+    The config goes through the resolver's `resolve_saved`, as a resumed run's does. `loaded`: the checkpoint
+    already read from `checkpoint` (a length sweep reads it once for all its lengths).
     """
-    ckpt = load_checkpoint(checkpoint)
+    from .config.resolver import resolve_saved
+
+    ckpt = load_checkpoint(checkpoint) if loaded is None else loaded
     if not isinstance(ckpt, dict) or "config" not in ckpt or "model" not in ckpt:
         raise ConfigError("--checkpoint", f"{checkpoint} is not an ssmbench training checkpoint")
     cfg = RunConfig.from_json(ckpt["config"])
@@ -55,7 +60,7 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
         raise ConfigError(bad[0], "cannot change when scoring a checkpoint (it would no longer be that model)",
                           f"allowed: {', '.join(SCORING_KEYS)}")
     trained = cfg.task_config.get("L")
-    cfg = cfg.with_overrides({**(overrides or {}), **({"hardware.device": device} if device else {})}).validate()
+    cfg = resolve_saved(cfg, {**(overrides or {}), **({"hardware.device": device} if device else {})})
     if data is not None:
         cfg = _on_folder(cfg, data)
     info = {"scored_checkpoint": str(checkpoint), "checkpoint_sha256": file_sha256(checkpoint),
@@ -86,7 +91,7 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
     from .training.trainer import StopFlag, TrainingInterrupted, evaluate_split, save_predictions, setup
 
     threads = apply_threads(cfg.hardware.threads, cfg.data.workers)
-    check_direction(cfg, cfg.spec())
+    check_direction(cfg, cfg.resolved_task.spec)
     start = time.time()
     s = setup(cfg)
     if weights is not None:
@@ -120,10 +125,9 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
 
 
 def _on_folder(cfg: RunConfig, data: str | Path) -> RunConfig:
-    from ..registry import get_task
     from .config.data_folders import attach_folder
 
-    task = get_task(cfg.task)
+    task = cfg.resolved_task.task
     if not task.policy.reads_folder:
         raise ConfigError("--data", f"{cfg.task} draws fresh samples and takes no dataset folder",
                           "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")

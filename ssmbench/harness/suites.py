@@ -4,7 +4,7 @@ Which tasks `--task` names (a task, a group declared by the tasks, several of ei
 say. A suite lives in one folder, `runs/<label>-<model>-<8 hex of its settings>/` (or `--out`), with one run
 folder per task, so the same command finds it again: a re-run skips finished tasks, resumes an interrupted one from
 its `last.pt` and starts the rest; a task folder whose run saved no step (killed before its first checkpoint) starts
-again when its config is this command's (`evaluation.train_and_score`). A task folder another process is writing
+again when its config is this command's (`training.protocol.train_and_score`). A task folder another process is writing
 is refused (its `.lock`), so two copies of one suite command never write the same run. Progress lines on stderr say
 tasks done / total and the time left (from the wall time of the tasks finished so far); the suite ends with the
 `compare` table of its runs.

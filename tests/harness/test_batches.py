@@ -10,6 +10,11 @@ import torch
 from ssmbench.data.read.streaming import TaskStream
 from ssmbench.harness.feed.batches import TrainFeed, iterate_loader
 from ssmbench.harness.feed.message_size import auto_steps_per_message
+from ssmbench.task_config import ResolvedTask
+
+
+def _spec(task: str, L: int):
+    return ResolvedTask.of(task, {"L": L}).spec
 
 
 def test_stacked_messages_yield_the_same_steps_as_single_ones():
@@ -59,7 +64,7 @@ def test_a_feed_sizes_its_messages_for_a_ring_slot_per_message_in_flight():
     from ssmbench.harness.feed.message_size import message_bytes
 
     assert message_bytes(4, ring_bytes=64 << 20) == (63 << 20) // 6  # 1/64 of the ring to spare
-    assert auto_steps_per_message("cumsum", {"L": 4096}, 16, message_bytes(4, ring_bytes=64 << 20)) == 10
+    assert auto_steps_per_message(_spec("cumsum", 4096), 16, message_bytes(4, ring_bytes=64 << 20)) == 10
     assert message_bytes(1, ring_bytes=1 << 30) == 16 << 20  # a large ring: MESSAGE_BYTES
 
 
@@ -132,9 +137,9 @@ def test_rank_shares_are_stacked_per_rank():
 
 
 def test_message_size_is_bounded():
-    assert auto_steps_per_message("cumsum", {"L": 64}, 16) == 16
+    assert auto_steps_per_message(_spec("cumsum", 64), 16) == 16
     # MIPS at L = 4096, batch 256: a step is above the 16 MiB message target, so one step a message
-    assert auto_steps_per_message("mips", {"L": 4096}, 256) == 1
+    assert auto_steps_per_message(_spec("mips", 4096), 256) == 1
 
 
 class _SlowSecondWorker:

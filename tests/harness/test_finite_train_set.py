@@ -12,6 +12,8 @@ from ssmbench.data.read.streaming import TaskStream
 from ssmbench.errors import ConfigError
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.results.compare import config_group
+from ssmbench.registry import get_task
+from ssmbench.task_config import to_plain
 
 TASK = "mad_in_context_recall"
 
@@ -53,7 +55,8 @@ def test_the_key_is_checked_and_recorded():
     with pytest.raises(ConfigError, match="data.train_samples"):
         resolve_run("dlr", TASK, "quick", overrides={"data.train_samples": 0})
     with pytest.raises(ConfigError, match="streamed tasks"):  # a folder task reads its whole train split
-        dataclasses.replace(cfg, task="listops_subtrees").validate()
+        listops = to_plain(get_task("listops_subtrees").presets["dlr"])
+        dataclasses.replace(cfg, task="listops_subtrees", task_config=listops).validate()
 
 
 def test_a_run_made_before_the_key_existed_shares_its_column():

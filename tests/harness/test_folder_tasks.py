@@ -321,7 +321,7 @@ def test_a_checkpoint_follows_its_moved_folder_with_data(pathfinder, pathfinder_
     from ssmbench.harness.scoring import _on_folder
 
     with pytest.raises(SsmbenchError, match="takes no dataset folder"):  # an atomic run's checkpoint
-        _on_folder(RunConfig.from_json({**cfg, "task": "cumsum"}), moved)
+        _on_folder(resolve_run("dlr", "cumsum", length=32), moved)
 
 
 def test_an_explicit_size_is_checked_against_the_folder(pathfinder):

@@ -25,7 +25,7 @@ def test_the_lazy_entry_points_resolve():
     ("ssmbench.harness.models", "param_groups", "ssmbench.harness.models.optim_groups"),
     ("ssmbench.harness.backbone", "SequenceModel", "ssmbench.harness.models.backbone"),
     ("ssmbench.harness.optim_groups", "param_groups", "ssmbench.harness.models.optim_groups"),
-    ("ssmbench.harness.evaluation", "train_and_score", "ssmbench.harness.evaluation"),
+    ("ssmbench.harness.evaluation", "train_and_score", "ssmbench.harness.training.protocol"),
     ("ssmbench.harness.scoring", "score", "ssmbench.harness.scoring"),
 ])
 def test_a_documented_name_is_where_the_docs_say(path, name, home):

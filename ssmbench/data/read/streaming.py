@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import ConfigError, DatasetError
-from ...registry import get_task
 from ...seeding import keys_for
-from ...task_config import resolve
+from ...task_config import ResolvedTask
 
 if TYPE_CHECKING:
     from ...api import Task, TaskConfig
@@ -39,28 +38,25 @@ if TYPE_CHECKING:
 class TaskStream:
     """Deterministic in-memory samples of one (task, config, root seed).
 
-    `config`: a config object, or a mapping of field values resolved like `ssmbench generate` (the preset that
-    `L` / `size` selects, then the other values); None is the task's default preset.
+    `task`: a name, or a `ResolvedTask` (a run's: its config and Spec are used as they are, nothing is resolved
+    again). `config` (with a name): a config object, or a mapping of field values resolved like `ssmbench
+    generate` (the preset that `L` / `size` selects, then the other values); None is the task's default preset.
     """
 
-    def __init__(self, task: str, config: TaskConfig | Mapping[str, Any] | None = None,
+    def __init__(self, task: str | ResolvedTask, config: TaskConfig | Mapping[str, Any] | None = None,
                  seed: int = 0) -> None:
-        self.task: Task[Any] = get_task(task)
+        resolved = ResolvedTask.settle(task, config)
+        self.task: Task[Any] = resolved.task
         if self.task.deduplicate:
             raise DatasetError(f"{self.task.name} cannot be streamed: its stored samples are de-duplicated across "
                                "the whole dataset, so they are not the raw key stream",
                                f"build it with `ssmbench generate {self.task.name}` and read it with "
                                "ssmbench.open_dataset(folder, split)")
-        if config is None:
-            resolved = self.task.presets[self.task.default_preset]
-        elif isinstance(config, Mapping):
-            resolved, _ = resolve(self.task, config)
-        else:
-            resolved = config
-        self.config = resolved
+        self.resolved = resolved
+        self.config = resolved.config
         self.seed = seed
-        self.spec = self.task.spec(resolved)
-        self._cfg = resolved.to_dict()
+        self.spec = resolved.spec
+        self._cfg = resolved.config.to_dict()
         self._orders: dict[tuple[int, int], np.ndarray] = {}  # finite training sets: the last epochs' orders
         self._keys: dict[str, np.ndarray] = {}  # keys of samples 0 .. n-1 per split, for `samples_at`
 

@@ -154,7 +154,9 @@ def attach_folder(cfg: Any, data: str | Path | None, explicit: Mapping[str, Any]
     check_metric_batches(cfg.eval.metric_batch_size, {s: (min(asked[s], held[s]), f"all {held[s]} of {path}")
                                                       for s in held if asked[s] > held[s]})
     data_section = dataclasses.replace(cfg.data, path=str(path.resolve()), dataset_id=manifest.dataset_id)
-    return dataclasses.replace(cfg, task_config=folder_config, data=data_section)
+    same = folder_config == dict(cfg.task_config)  # else the folder's config is the run's: its task made anew
+    return dataclasses.replace(cfg, task_config=folder_config, data=data_section,
+                               resolved=cfg.resolved if same else None)
 
 
 def _warn_if_not_comparable(cfg: Any, path: Path, folder_config: Mapping[str, Any]) -> None:

@@ -59,11 +59,11 @@ def resolve_request(request: RunRequest) -> RunConfig:
     the module's docstring for the order); a request carrying a resolved `config` takes only its hardware
     options."""
     if request.config is not None:
-        return request.config.with_overrides(request.options.hardware_keys()).validate()
+        return _settled(request.config.with_overrides(request.options.hardware_keys())).validate()
     from ...config import load_config_file
     from ...registry import get_task
+    from ...task_config import ResolvedTask, to_plain
     from ...task_config import resolve as resolve_task
-    from ...task_config import to_plain
     from .data_folders import attach_folder, folder_size
     from .presets import resolve_preset
 
@@ -95,14 +95,52 @@ def resolve_request(request: RunRequest) -> RunConfig:
     if task_keys != {**explicit, **flags} or dataset_preset is not None:  # the preset changes the task config
         task_config = resolve_task(t, task_keys, **({"preset": dataset_preset} if dataset_preset else {}))[0]
         plain = to_plain(task_config)
+    resolved = ResolvedTask(t, task_config, t.spec(task_config), plain)  # the one Spec of the run
     cfg = RunConfig(task=t.name, task_config=plain, model=model, seed=s.seed, preset=p.name,
-                      allow_noncausal=s.allow_noncausal)
-    T = t.spec(task_config).seq_len
+                    allow_noncausal=s.allow_noncausal, resolved=resolved)
+    T = resolved.spec.seq_len
     cfg = cfg.with_overrides({k: (T if v == "${T}" else v) for k, v in keys.items() if not _is_task_key(k)})
     if folder_task:
         pinned = {k: cfg.task_config[k] for k in {**explicit, **flags}}  # as resolved: compared, not re-resolved
         cfg = attach_folder(cfg, data, pinned, p.dataset.get("n"))
     return cfg.validate()
+
+
+def resolve_saved(saved: Mapping[str, Any] | RunConfig, overrides: Mapping[str, Any] | None = None, *,
+                  allowed: tuple[str, ...] | None = None, option: str = "--resume",
+                  why: str = "it takes the run's own config") -> RunConfig:
+    """The validated config of a saved run (its config.json, a checkpoint's config) with `overrides`: the path of
+    `--resume`, `--checkpoint` and `--lengths`. `allowed`: the keys that may change (another is refused naming
+    it and `why`); the task is settled once here, at the config the overrides leave.
+
+    Example:
+        >>> saved = resolve_run("dlr", "shift", length=64).to_json()
+        >>> resolve_saved(saved, {"L": 128}, allowed=("L",)).resolved_task.spec.seq_len
+        128
+        >>> resolve_saved(saved, {"train.lr": 1}, allowed=("L",), option="--checkpoint", why="it is that model")
+        Traceback (most recent call last):
+        ...
+        ssmbench.errors.ConfigError: train.lr: cannot change with --checkpoint: it is that model; only L may be given
+    """
+    if isinstance(saved, RunConfig):
+        config = saved
+    else:
+        try:
+            config = RunConfig.from_json(saved)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ConfigError(option, f"not an ssmbench run config ({exc})") from None
+    overrides = dict(overrides or {})
+    bad = [k for k in overrides if allowed is not None and k not in allowed]
+    if bad:
+        raise ConfigError(bad[0], f"cannot change with {option}: {why}; only {', '.join(allowed or ())} may be "
+                                  "given")
+    return _settled(config.with_overrides(overrides)).validate()
+
+
+def _settled(config: RunConfig) -> RunConfig:
+    """`config` carrying its resolved task (made here when it does not carry one yet)."""
+    config.resolved_task  # noqa: B018  (made once, kept on the config)
+    return config
 
 
 def _is_task_key(key: str) -> bool:

@@ -15,6 +15,8 @@ Example:
     (300, 32, 64)
     >>> RunConfig.from_json(cfg.to_json()) == cfg
     True
+    >>> cfg.resolved_task.spec.seq_len  # the task, its config and Spec, settled once and carried
+    64
     >>> cfg.with_overrides({"train.stepz": 1})
     Traceback (most recent call last):
     ...
@@ -24,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +38,7 @@ from ...plain import did_you_mean
 
 if TYPE_CHECKING:
     from ...api import Spec, TaskConfig
+    from ...task_config import ResolvedTask
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,22 @@ class RunConfig:
     """Training seed (initialisation and everything random in training)."""
     preset: str = "custom"
     allow_noncausal: bool = False
+    resolved: ResolvedTask | None = field(default=None, compare=False, repr=False)
+    """The task of `task` / `task_config` settled once (`resolved_task`): set by the resolver, carried by
+    `dataclasses.replace`, dropped when the task config changes; never stored (config.json has the name and the
+    config it is made from)."""
+
+    @functools.cached_property
+    def resolved_task(self) -> ResolvedTask:
+        """The run's task object, config and Spec, made once: the resolver's, or (a config built by hand) made on
+        first use and kept; read from the instance after its first use."""
+        r = self.resolved  # (a config changed by dataclasses.replace since it was resolved is made anew)
+        if r is None or r.task.name != self.task or r.plain != self.task_config:
+            from ...task_config import ResolvedTask
+
+            object.__setattr__(self, "resolved", ResolvedTask.of(self.task, self.task_config))
+        assert self.resolved is not None
+        return self.resolved
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> RunConfig:
         """A new config with `-o`-style keys applied; unknown sections or keys are ConfigErrors with a did-you-mean."""
@@ -168,6 +188,8 @@ class RunConfig:
                 changes[name] = _replace_section(getattr(self, name), name, values)
         if task_keys:
             changes["task_config"] = _task_config(self.task, self.task_config, task_keys)
+            if changes["task_config"] != dict(self.task_config):
+                changes["resolved"] = None  # another config: its Spec is made when first asked for
         return dataclasses.replace(self, **changes)
 
     def validate(self) -> RunConfig:
@@ -189,9 +211,7 @@ class RunConfig:
                               f"{total}", f"pass -o train.warmup_steps=N with N < {total}, or more steps")
         lr_factor(t.schedule, t.warmup_steps, total)  # an unknown schedule name
         if self.data.train_samples is not None:
-            from ...registry import get_task
-
-            if get_task(self.task).policy.reads_folder:
+            if self.resolved_task.task.policy.reads_folder:
                 raise ConfigError("data.train_samples", f"applies to streamed tasks; {self.task} trains on its "
                                   "dataset folder's whole train split", "build a smaller folder with "
                                   f"`ssmbench generate {self.task} --n N` instead")
@@ -214,18 +234,15 @@ class RunConfig:
 
     def task_object(self) -> TaskConfig:
         """The task's frozen config instance."""
-        from ...task_config import from_plain
-
-        return from_plain(self.task, self.task_config)
+        return self.resolved_task.config
 
     def spec(self) -> Spec:
         """The task's Spec at this config (what the model is built for)."""
-        from ...registry import get_task
-
-        return get_task(self.task).spec(self.task_object())
+        return self.resolved_task.spec
 
     def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "resolved"}
+        out.update({name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS})
         out["task_config"] = dict(self.task_config)
         out["model_overrides"] = dict(self.model_overrides)
         for section, key in COMMAND_ONLY:

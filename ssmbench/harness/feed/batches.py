@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ...data.read.ring import RING_BYTES
+from ...task_config import ResolvedTask
 from .message_size import auto_steps_per_message, message_bytes, node_workers
 
 MODEL_FIELDS = ("inputs", "targets")
@@ -127,9 +128,9 @@ def iterate_or_read_here(loader: Any, rest: Callable[[int], Iterable[Any]]) -> I
 class _StepDataset:
     """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
 
-    def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, rank: int,
-                 world_size: int, train_samples: int | None = None) -> None:
-        self.args = (task, dict(task_config), data_seed)
+    def __init__(self, task: ResolvedTask, data_seed: int, batch_size: int, rank: int, world_size: int,
+                 train_samples: int | None = None) -> None:
+        self.task, self.data_seed = task, data_seed  # pickled to each worker with its config and Spec
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
         self.train_samples = train_samples
         self._stream = None
@@ -141,7 +142,7 @@ class _StepDataset:
         if self._stream is None:  # built lazily, once per worker process
             from ...data.read.streaming import TaskStream
 
-            self._stream = TaskStream(*self.args[:2], seed=self.args[2])
+            self._stream = TaskStream(self.task, seed=self.data_seed)
         batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size, self.train_samples)
                    for step in range(*steps)]
         return stacked({key: [b[key] for b in batches] for key in MODEL_FIELDS})
@@ -232,25 +233,30 @@ class StepRanges(Sequence[tuple[int, int]]):
 
 
 class TrainFeed:
-    """Iterate (step, batch) for steps [start_step, stop_step), produced by `workers` background processes."""
+    """Iterate (step, batch) for steps [start_step, stop_step), produced by `workers` background processes.
 
-    def __init__(self, task: str, task_config: Mapping[str, Any], data_seed: int, batch_size: int, start_step: int,
+    `task`: a run's `ResolvedTask` (with `task_config` None), or a name and its config values (resolved here, once,
+    as `TaskStream` resolves them)."""
+
+    def __init__(self, task: str | ResolvedTask, task_config: Mapping[str, Any] | None, data_seed: int,
+                 batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
                  pin_memory: bool = False, steps_per_message: int | None = None,
                  train_samples: int | None = None, local_processes: int = 1) -> None:
+        task = ResolvedTask.settle(task, task_config)
         self.start, self.stop = start_step, stop_step
         self.workers = workers
         self.node_workers = node_workers(workers, local_processes)
         """The data workers of every training process on this machine (`local_processes`, torchrun's
         LOCAL_WORLD_SIZE): their rings share one /dev/shm, and messages are sized for the smallest."""
-        k = steps_per_message or auto_steps_per_message(task, task_config, batch_size,
+        k = steps_per_message or auto_steps_per_message(task.spec, batch_size,
                                                         message_bytes(prefetch, workers=self.node_workers))
         self.steps_per_message = k
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
-            task, task_config, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
+            task.spec, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = StepRanges(range(start_step, stop_step, k), stop_step)
-        self.dataset = _StepDataset(task, task_config, data_seed, batch_size, rank, world_size, train_samples)
+        self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples)
         self.loader = step_loader(self.dataset, self.ranges, workers, prefetch, pin_memory)
 
     def shm_note(self) -> str | None:
@@ -295,11 +301,12 @@ class EvalSet:
     """Size of the whole split (all ranks)."""
 
     @classmethod
-    def build(cls, task: str, task_config: Mapping[str, Any], data_seed: int, split: str, n: int, rank: int = 0,
-              world_size: int = 1, chunk: int = 256) -> EvalSet:
+    def build(cls, task: str | ResolvedTask, task_config: Mapping[str, Any] | None, data_seed: int, split: str,
+              n: int, rank: int = 0, world_size: int = 1, chunk: int = 256) -> EvalSet:
+        """Samples [0, n) of `split`, this rank's slice; `task` and `task_config` as `TrainFeed` takes them."""
         from ...data.read.streaming import TaskStream
 
-        stream = TaskStream(task, dict(task_config), seed=data_seed)
+        stream = TaskStream(task, task_config, seed=data_seed)
         start, stop = rank * n // world_size, (rank + 1) * n // world_size
         parts = [stream.samples(split, a, min(a + chunk, stop)) for a in range(start, stop, chunk)]
         if not parts:

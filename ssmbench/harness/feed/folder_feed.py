@@ -51,15 +51,12 @@ from ...errors import ConfigError, DatasetError
 
 def breakdowns_for(cfg: Any) -> tuple[str, ...]:
     """The stored fields a run's accuracy is broken down by (`policy.metric_breakdowns`: Figure 2 of ListOps)."""
-    from ...registry import get_task
-
-    return tuple(get_task(cfg.task).policy.breakdowns(cfg.task_object()))
+    rt = cfg.resolved_task
+    return tuple(rt.task.policy.breakdowns(rt.config))
 
 
 def _from_folder(cfg: Any) -> bool:
-    from ...registry import get_task
-
-    return get_task(cfg.task).policy.reads_folder
+    return bool(cfg.resolved_task.task.policy.reads_folder)
 
 
 def _open(path: str | Path, split: str, task: str | None, dataset_id: str | None, fields: tuple[str, ...] = ()):
@@ -221,7 +218,7 @@ def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> A
         return feed
     from .batches import TrainFeed
 
-    return TrainFeed(cfg.task, cfg.task_config, d.seed, t.batch_size, start_step, t.steps, env.rank,
+    return TrainFeed(cfg.resolved_task, None, d.seed, t.batch_size, start_step, t.steps, env.rank,
                      env.world_size, d.workers, d.prefetch, pin_memory=pin_memory, train_samples=d.train_samples,
                      local_processes=env.local_world_size)
 
@@ -250,7 +247,7 @@ def eval_set_for(cfg: Any, split: str, rank: int = 0, world_size: int = 1, n: in
                                    min(cfg.data.workers, 2))
     from .batches import EvalSet
 
-    return EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, split, n, rank, world_size)
+    return EvalSet.build(cfg.resolved_task, None, cfg.data.seed, split, n, rank, world_size)
 
 
 def probe_inputs(cfg: Any, split: str, k: int) -> torch.Tensor:
@@ -260,7 +257,7 @@ def probe_inputs(cfg: Any, split: str, k: int) -> torch.Tensor:
         return ds.collate(ds.__getitems__(list(range(min(k, len(ds))))))["inputs"]
     from .batches import EvalSet
 
-    return EvalSet.build(cfg.task, cfg.task_config, cfg.data.seed, split, k).inputs
+    return EvalSet.build(cfg.resolved_task, None, cfg.data.seed, split, k).inputs
 
 
 def _path(cfg: Any) -> str:

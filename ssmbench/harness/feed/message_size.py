@@ -4,37 +4,39 @@ so fewer, larger messages are cheaper, as long as the ring of every worker on th
 message in flight.
 
 Example (the paper's cumsum batch, 1 MiB a step; a 64 MiB ring and 4 messages read ahead):
-    >>> auto_steps_per_message("cumsum", {"L": 4096}, 16, max_bytes=message_bytes(4, ring_bytes=64 << 20))
+    >>> from ssmbench.task_config import ResolvedTask
+    >>> cumsum = ResolvedTask.of("cumsum", {"L": 4096}).spec
+    >>> auto_steps_per_message(cumsum, 16, max_bytes=message_bytes(4, ring_bytes=64 << 20))
     10
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...data.read.ring import MIN_SLOTS
+
+if TYPE_CHECKING:
+    from ...api import Spec
 
 MESSAGE_BYTES = 16 << 20
 """Target size of one worker message (several steps stacked)."""
 MAX_STEPS_PER_MESSAGE = 16
 
 
-def auto_steps_per_message(task: str, task_config: Mapping[str, Any], batch_size: int,
-                           max_bytes: int = MESSAGE_BYTES) -> int:
-    """How many steps a worker stacks into one message: as many as fit `max_bytes`, at most 16.
+def auto_steps_per_message(spec: Spec, batch_size: int, max_bytes: int = MESSAGE_BYTES) -> int:
+    """How many steps a worker stacks into one message of the task whose Spec is `spec` (the run's, made once): as
+    many as fit `max_bytes`, at most 16.
 
-    >>> auto_steps_per_message("cumsum", {"L": 4096}, 16)  # 16 x 4096 x (3 + 1) float32 = 1 MiB a step
+    >>> from ssmbench.task_config import ResolvedTask
+    >>> cumsum = ResolvedTask.of("cumsum", {"L": 4096}).spec
+    >>> auto_steps_per_message(cumsum, 16)  # 16 x 4096 x (3 + 1) float32 = 1 MiB a step
     16
-    >>> auto_steps_per_message("cumsum", {"L": 4096}, 16, max_bytes=message_bytes(4, ring_bytes=64 << 20))
+    >>> auto_steps_per_message(cumsum, 16, max_bytes=message_bytes(4, ring_bytes=64 << 20))
     10
-    >>> auto_steps_per_message("cumsum", {"L": 64}, 16)
+    >>> auto_steps_per_message(ResolvedTask.of("cumsum", {"L": 64}).spec, 16)
     16
     """
-    from ...registry import get_task
-    from ...task_config import from_plain
-
-    spec = get_task(task).spec(from_plain(task, task_config))
     step_bytes = 4 * batch_size * (spec.seq_len * spec.d_input + spec.l_output * spec.d_output)
     return max(1, min(MAX_STEPS_PER_MESSAGE, max_bytes // max(1, step_bytes)))
 

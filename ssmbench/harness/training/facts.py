@@ -24,12 +24,11 @@ def model_facts(s: Any) -> dict[str, Any]:
     import torch
 
     from ...config import config_sha256
-    from ...registry import get_task
     from ..models.build import causality_checks
     from ..runtime.threads import usable_cpus
 
     config, env, spec, model = s.cfg, s.env, s.spec, s.model
-    task = get_task(config.task)
+    task = config.resolved_task.task
     n_params = sum(p.numel() for p in model.parameters())
     mixers = getattr(model, "mixers", [])
     state = sum(m.state_size(spec.seq_len) for m in mixers if hasattr(m, "state_size")) if mixers else None

@@ -100,14 +100,13 @@ class Setup:
 
 def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     """Seed, build the model on its device, pick the objective (shared by training and checkpoint scoring)."""
-    from ...registry import get_task
     from ..models.build import build_model
 
     env = env or D.init_distributed(cfg.hardware.device)
     check_precision(cfg.hardware.precision, env.device)
     torch.manual_seed(cfg.seed)
-    task, config = get_task(cfg.task), cfg.task_object()
-    spec = task.spec(config)
+    rt = cfg.resolved_task  # the task, its config and Spec: settled by the resolver, not looked up again
+    task, config, spec = rt.task, rt.config, rt.spec
     model = build_model(cfg.model, spec, dict(cfg.model_overrides), allow_noncausal=cfg.allow_noncausal)
     model.to(env.device)
     if cfg.hardware.precision != "fp32":

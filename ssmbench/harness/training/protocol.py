@@ -1,0 +1,167 @@
+"""The `train_eval` protocol of one run: build the model once, check it, train with selection on val, score test.
+
+`ssmbench.evaluate` resolves the config (`config.resolver`) and hands it to the evaluator; the default evaluator,
+`evaluators/train_eval.py`, runs `train_and_score` here, and `evaluation.resume` continues a run through it. In
+order: the intra-op threads, the shapes-only memory check, the model built once (`trainer.setup`), its direction,
+its facts (output probe, causality check) and its measured memory, and only then the run folder (a refused model
+leaves nothing behind), under its lock; then the training loop, metrics.json and the learning curves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, SsmbenchError
+from ..config.run_config import RunConfig
+from ..results.eval_result import EvalResult
+from ..results.run_folder import RunFolder, default_run_dir, run_lock
+from ..runtime import time_limit as TL
+
+NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "threads")}
+"""config.json keys that do not define a run: a folder that saved no step restarts when only these differ."""
+
+
+def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
+                    quiet: bool = False, logger: str | None = None, force: bool = False,
+                    restart: bool = False) -> EvalResult:
+    """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
+    model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test.
+    `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`)."""
+    import torch
+
+    from ..feed.batches import prefer_fork_safe_numba
+    from ..feed.folder_feed import probe_inputs
+    from ..results.loggers import check_logger, make_logger
+    from ..results.plots import learning_curves
+    from ..runtime import distributed as D
+    from ..runtime.threads import apply_threads
+    from .facts import check_direction, model_facts
+    from .memory import check_batch_fits, check_fits
+    from .trainer import setup, train
+
+    prefer_fork_safe_numba()
+    check_logger(logger)
+    threads = apply_threads(config.hardware.threads, config.data.workers)
+    if config.hardware.threads is None:  # recorded: resumed with other workers or elsewhere, the same reductions
+        config = dataclasses.replace(config, hardware=dataclasses.replace(config.hardware,
+                                                                          threads=threads["threads"]))
+    env = D.init_distributed(config.hardware.device)
+    spec = config.resolved_task.spec  # made by the resolver; the one Spec of this run
+    check_batch_fits(config, spec, env.device, env.world_size, force)  # shapes only: before anything runs the model
+    s = setup(config, env)  # builds the model (runs nothing): a refused direction below leaves nothing behind
+    check_direction(config, spec)
+    facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
+    facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
+    path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
+    run = RunFolder(path)
+    fresh = not resume and not path.exists()
+    ext = None
+    start = time.time()
+    with contextlib.ExitStack() as held:
+        problem = None
+        if env.is_main:
+            try:  # one writer per run folder; a folder of this run that saved no step starts again
+                held.enter_context(run_lock(path))
+                _check_start(run, config, resume=resume, restart=restart)
+            except SsmbenchError as exc:
+                problem = exc
+        shared = D.broadcast_object(None if problem is None else problem.message)
+        if problem is not None:
+            raise problem
+        if shared is not None:  # another rank: rank 0 refused
+            raise SsmbenchError(shared)
+        try:
+            if env.is_main:
+                run.create()
+                run.write_config(config.to_json())
+                ext = make_logger(logger, run.path, config)
+            D.barrier()
+            metrics = train(s, run, resume=resume, quiet=quiet, logger=ext)
+        except torch.OutOfMemoryError as exc:
+            _discard_if_empty(run, fresh and env.is_main)
+            raise out_of_memory(config, exc) from None
+        except BaseException as exc:  # a time limit spent before the first step: kept, for the --resume it prints
+            _discard_if_empty(run, fresh and env.is_main and not isinstance(exc, TL.TimeLimitReached))
+            raise
+        finally:
+            if ext is not None:
+                ext.close()
+        metrics.update(facts, wall_time_s=time.time() - start)
+        if env.is_main:
+            learning_curves(run.read_log(), run.plots / "learning_curves.png",
+                            title=f"{config.task} / {config.model}")
+            run.write_metrics(metrics)
+        D.barrier()
+    return EvalResult(run.path, config, metrics)
+
+
+def _check_start(run: RunFolder, config: RunConfig, *, resume: bool, restart: bool) -> None:
+    """Under the folder's lock, before anything is written: refuse a run that would overwrite another; a folder
+    that holds this run's config and no saved step (killed before its first checkpoint) starts again from step 0,
+    with a note."""
+    if resume or not run.config_path.exists():
+        return
+    path = run.path
+    if run.finished or run.last.exists():
+        raise ConfigError("--out", f"{path} already holds a run", "choose another --out, or continue it with "
+                                                                  f"`ssmbench eval --resume {path}`")
+    if not restart:
+        try:
+            stored = RunConfig.from_json(run.read_config())
+        except (TypeError, ValueError, KeyError):
+            stored = None
+        differs = "its config.json is not readable" if stored is None else _first_difference(stored, config)
+        if differs:
+            raise ConfigError("--out", f"{path} holds another run that saved no step ({differs})",
+                              f"choose another --out, or delete {path} to start this run there")
+    print(f"note: {path} holds this run with no saved step (stopped before its first checkpoint); starting it "
+          "again from step 0", file=sys.stderr, flush=True)
+    run.clear_unsaved()
+
+
+def _first_difference(stored: RunConfig, config: RunConfig) -> str | None:
+    """The first key (in -o syntax) whose value defines the run and differs, as "KEY: A there, B here"; None if none."""
+    def flat(cfg: RunConfig) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in cfg.to_json().items():
+            if isinstance(value, dict):
+                skip, prefix = NOT_DEFINING.get(key, ()), {"model_overrides": "model", "task_config": "task"}
+                out.update({f"{prefix.get(key, key)}.{k}": v for k, v in value.items() if k not in skip})
+            else:
+                out[key] = value
+        return out
+
+    a, b = flat(stored), flat(config)
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            return f"{key}: {a.get(key)!r} there, {b.get(key)!r} here"
+    return None
+
+
+def _discard_if_empty(run: RunFolder, created_here: bool) -> None:
+    """A run this call created that failed before saving any step (a full disk, a worker that could not start)
+    leaves nothing behind that would block the same command."""
+    if created_here and not run.last.exists():
+        shutil.rmtree(run.path, ignore_errors=True)
+
+
+def out_of_memory(config: RunConfig, exc: BaseException) -> SsmbenchError:
+    """CUDA out of memory -> one line naming the batch, the precision, and what to try."""
+    t, precision = config.train, config.hardware.precision
+    try:
+        T = config.resolved_task.spec.seq_len
+    except Exception:  # noqa: BLE001  (only the message needs it)
+        T = "?"
+    tips = [f"-o train.batch_size={max(1, t.batch_size // 2)}" if t.batch_size > 1 else None,
+            f"-o eval.batch_size={max(1, config.eval.batch_size // 2)}" if config.eval.batch_size > 1 else None,
+            "--precision bf16" if precision == "fp32" else None]
+    first = str(exc).splitlines()[0] if str(exc) else "out of memory"
+    return SsmbenchError(f"CUDA out of memory training {config.model} on {config.task} (T = {T}, global batch "
+                         f"{t.batch_size}, eval batch {config.eval.batch_size}, {precision}): {first[:120]}",
+                         "try " + " or ".join(x for x in tips if x) + " (under torchrun, more GPUs share the batch)")
