@@ -66,9 +66,11 @@ def choose_mode(task: str | None, *, seeds: Sequence[int] = (), data: str | Path
         return "resume"
     if checkpoint:
         return "checkpoint"
-    from .config.task_groups import is_suite
+    from .config.task_groups import group_names
 
-    one = (task is not None and not is_suite(task)) or (data is not None and task is None)
+    # one name that is no group: a task (or a plug-in module:Class); an unknown name is refused by the resolver
+    named = task is not None and "," not in task and task not in group_names()
+    one = named or (data is not None and task is None)
     return "single" if one and not seeds else "suite"
 
 

@@ -114,7 +114,7 @@ def test_choose_mode_and_plan():
     with pytest.raises(ConfigError, match="give one of them"):
         choose_mode(None, resume_dir="r", checkpoint="c.pt")
     r = plan(model="dlr", selector=TaskSelector("shift", length=64), settings=RunSettings(seeds=(0, 1)))
-    assert r.mode == "suite" and r.selector.flags() == {"L": 64}
+    assert r.mode == "suite" and (r.selector.length, r.selector.size) == (64, None)
 
 
 def test_a_suite_member_is_a_single_run_with_the_tasks_own_time_limit():

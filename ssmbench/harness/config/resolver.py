@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, UnknownNameError
 from .run_config import RunConfig
 from .run_request import RunOptions, RunRequest, RunSettings, TaskSelector
 
@@ -67,20 +67,25 @@ def resolve_request(request: RunRequest) -> RunConfig:
     from .data_folders import attach_folder, folder_size
     from .presets import resolve_preset
 
-    if request.selector.task is None:
+    s, model, sel, name = request.settings, request.model or "dlr", request.selector, request.selector.task
+    if name is None:
         raise ConfigError("--task", "a run needs a task")
-    s, model = request.settings, request.model or "dlr"
-    t = get_task(request.selector.task)  # unknown task: did-you-mean, before anything else
+    flags = {k: v for k, v in (("L", sel.length), ("size", sel.size)) if v is not None}  # --length / --size
+    try:
+        t = get_task(name)  # unknown task: did-you-mean (tasks and groups), before anything else
+    except UnknownNameError:
+        from .task_groups import unknown_task
+
+        raise unknown_task(name) from None
     user: dict[str, Any] = dict(load_config_file(s.config_file)) if s.config_file else {}
     user.update(s.overrides)
     user.update(request.options.hardware_keys())
     data = request.options.data if request.options.data is not None else user.get("data.path")
     folder_task = t.policy.reads_folder
     if data is not None and not folder_task:
-        raise ConfigError("--data", f"{request.selector.task} draws fresh samples every step and takes no dataset folder",
+        raise ConfigError("--data", f"{name} draws fresh samples every step and takes no dataset folder",
                           "--data applies to tasks that train from a dataset folder (ListOps, Pathfinder)")
     explicit = _task_keys(user)
-    flags = request.selector.flags()
     if data is not None and not flags and "size" not in explicit and t.preset_option == "size":
         side = folder_size(data)  # the folder's size picks the paper preset's family
         flags = {"size": side} if side is not None else {}

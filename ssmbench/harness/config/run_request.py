@@ -10,8 +10,8 @@ runs the request; `resolver.resolve_request` turns a single run's request into i
 Example:
     >>> r = RunRequest("single", "dlr", TaskSelector("pathfinder", size=128),
     ...                RunSettings(overrides={"train.steps": "10"}))
-    >>> r.selector.flags(), r.settings.preset, r.options.runs_root
-    ({'size': 128}, 'quick', 'runs')
+    >>> r.selector.size, r.settings.preset, r.options.runs_root
+    (128, 'quick', 'runs')
     >>> m = r.member("shift", out="suite/shift-seed1", seed=1)
     >>> m.mode, m.selector.task, m.settings.seed, m.options.out
     ('single', 'shift', 1, 'suite/shift-seed1')
@@ -41,10 +41,6 @@ class TaskSelector:
     task: str | None = None
     length: int | None = None
     size: int | None = None
-
-    def flags(self) -> dict[str, int]:
-        """The selector options given, by the task config field each one sets (`L`, `size`)."""
-        return {k: v for k, v in (("L", self.length), ("size", self.size)) if v is not None}
 
 
 @dataclass(frozen=True)

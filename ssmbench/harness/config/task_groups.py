@@ -10,7 +10,7 @@ Example:
     ['shift', 'cumsum', 'cummax']
     >>> expand_tasks("higher_order")
     ['listops_subtrees', 'pathfinder']
-    >>> is_suite("atomic"), is_suite("shift")
+    >>> "atomic" in group_names(), "shift" in group_names()
     (True, False)
 """
 
@@ -68,14 +68,17 @@ def expand_tasks(text: str) -> list[str]:
         elif ":" in part:  # a plug-in task given as module:Class
             found = [part]
         else:
-            raise UnknownNameError("task", part, [*task_registry.names(), *groups])
+            raise unknown_task(part)
         out.extend(name for name in found if name not in out)
     return out
 
 
-def is_suite(text: str | None) -> bool:
-    """True when `--task` names a group or several tasks (not one task, nor a plug-in `module:Class`)."""
-    if text is None:
-        return True  # the bare `ssmbench eval --model M`: the atomic group
-    # a name that is no task goes through `expand_tasks` too, whose error suggests tasks and groups alike
-    return "," in text or (text not in task_registry and ":" not in text)
+def group_names() -> frozenset[str]:
+    """The names `--task` takes as a group: every group that is not also a task's name (a task's name is the task).
+    Made without looking at any one name, so a caller can tell a group from a task without handing the name on."""
+    return frozenset(task_groups()) - frozenset(task_registry.names())
+
+
+def unknown_task(name: str) -> UnknownNameError:
+    """The error for a `--task` that is neither a task nor a group: did-you-mean over both."""
+    return UnknownNameError("task", name, [*task_registry.names(), *task_groups()])
