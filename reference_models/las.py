@@ -34,6 +34,10 @@ from ._attention import HeadProjections, box_filter, check_las_options, eld_atte
 class LaS(nn.Module):
     """Local-and-smooth attention (8 heads, ELD decay, causal average pooling): u + GELU(O(LaS(u)))."""
 
+    packable = False
+    """Not stacked into packed runs: the query blocks are sized from tensor values (`.item()`), which
+    `torch.func.vmap` cannot batch (members of a LaS sweep run one by one)."""
+
     def __init__(self, d_model: int, *, l_max: int, bidirectional: bool = False, dropout: float = 0.0,
                  layer_idx: int = 0, n_heads: int = 8, pool_size: int = 5, alpha_b: float = 1e-3,
                  alpha_init: str = "linspace", ap_mode: str = "causal", smooth_order: str = "post_softmax",

@@ -181,6 +181,10 @@ class _Direction(nn.Module):
 class Mamba(nn.Module):
     """Mamba selective SSM mixer (S6): W_out(scan(SiLU(conv(W_x u)); Delta, B, C from the input) * SiLU(W_z u))."""
 
+    packable = False
+    """Not stacked into packed runs: the CPU scan runs Numba loops on NumPy arrays, which `torch.func.vmap` cannot
+    batch (members of a Mamba sweep run one by one)."""
+
     def __init__(self, d_model: int, *, l_max: int, bidirectional: bool = False, dropout: float = 0.0,
                  layer_idx: int = 0, d_state: int = 16, d_conv: int = 4, expand: int = 2,
                  dt_rank: int | None = None, dt_min: float = 1e-3, dt_max: float = 1e-1,

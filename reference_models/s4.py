@@ -55,13 +55,19 @@ class _CauchyBlock(torch.autograd.Function):
     """r = v @ M with M[h, n, l] = 1 / (z_l - w_hn), M built in the forward and rebuilt in the backward pass.
 
     Gradients (PyTorch's conjugate convention): dv = g @ M^H and dw_n = sum_m conj(v_mn) (g @ (M^2)^H)_mn; only v, w
-    and z are stored, so a block costs no memory after its forward pass.
+    and z are stored, so a block costs no memory after its forward pass. A separate `setup_context` and a generated
+    vmap rule let a stack of models run it (`torch.func.vmap`, packed runs).
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        ctx.save_for_backward(v, w, z)
+    def forward(v: torch.Tensor, w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         return torch.bmm(v, 1.0 / (z - w.unsqueeze(-1)))  # (H, M, nodes) via an (H, 2N', nodes) Cauchy block
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:  # type: ignore[override]
+        ctx.save_for_backward(*inputs)
 
     @staticmethod
     def backward(ctx, g: torch.Tensor) -> tuple:  # type: ignore[override]

@@ -51,10 +51,10 @@ from torch import nn
 class Pack:
     """N models of one architecture as one stacked model: every parameter and buffer gains a leading (N,) axis."""
 
-    def __init__(self, models: Sequence[nn.Module]) -> None:
+    def __init__(self, models: Sequence[nn.Module], *, checked: bool = False) -> None:
         from torch.func import stack_module_state
 
-        problem = pack_problem(models)
+        problem = None if checked else pack_problem(models)
         if problem:
             raise ValueError(f"these models do not pack: {problem}")
         self.n = len(models)
@@ -92,11 +92,16 @@ class Pack:
         return {name: state[name] for name in order}
 
 
-def pack_problem(models: Sequence[nn.Module]) -> str | None:
-    """Why `models` cannot be one stack (None if they can): fewer than two, or parameters and buffers that differ in
-    name, shape or dtype."""
+def pack_problem(models: Sequence[nn.Module], probe: torch.Tensor | None = None) -> str | None:
+    """Why `models` cannot be one stack, in one line (None if they can): fewer than two; a module that declares
+    `packable = False` (a plug-in's way to say so up front; Mamba and LaS do); parameters and buffers that differ
+    in name, shape or dtype; or, given `probe` (one member's (B, ...) inputs), a stacked forward that fails under
+    `torch.func.vmap`."""
     if len(models) < 2:
         return "a pack needs at least two members"
+    refusing = next((m for m in models[0].modules() if getattr(m, "packable", True) is False), None)
+    if refusing is not None:
+        return f"{type(refusing).__name__} declares packable = False"
 
     def layout(model: nn.Module) -> list[tuple[str, tuple[int, ...], torch.dtype]]:
         tensors = [*model.named_parameters(), *model.named_buffers()]
@@ -109,6 +114,13 @@ def pack_problem(models: Sequence[nn.Module]) -> str | None:
             diff = next((f"{a[0]} {a[1:]} vs {b[0]} {b[1:]}" for a, b in zip(first, other, strict=False) if a != b),
                         f"{len(first)} vs {len(other)} tensors")
             return f"member {i} differs from member 0 ({diff})"
+    if probe is not None:
+        try:
+            with torch.no_grad():
+                Pack(models, checked=True)(probe.unsqueeze(0).expand(len(models), *probe.shape))
+        except Exception as exc:  # noqa: BLE001 - any failure under vmap means one by one; the reason is reported
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            return f"its forward fails under torch.func.vmap ({type(exc).__name__}: {first[:160]})"
     return None
 
 

@@ -23,7 +23,7 @@ MEMBERS = [  # seed, data seed, lr, weight decay, schedule (warm-up, length)
     {"seed": 1, "data_seed": 5, "lr": 3e-3, "weight_decay": 0.1, "schedule": ("cosine", 5, STEPS)},
     {"seed": 2, "data_seed": 9, "lr": 2e-3, "weight_decay": 0.01, "schedule": ("cosine", 0, 2 * STEPS)},
 ]
-PACKING = ["dlr", "dss_exp", "s4d", "lru", "attention", "local_attention", "sgconv"]
+PACKING = ["dlr", "dss_exp", "s4d", "s4", "lru", "attention", "local_attention", "sgconv"]
 
 
 @pytest.fixture(autouse=True)
@@ -36,9 +36,9 @@ def float64():
 
 def _model(name: str, seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
-    return build_model(name, TASK.spec, {"d_model": 8, "n_layers": 2, "d_state": 8} if name in ("dlr", "dss_exp", "s4d",
-                                                                                               "lru") else
-                       {"d_model": 8, "n_layers": 2})
+    if name in ("dlr", "dss_exp", "s4d", "s4", "lru"):
+        return build_model(name, TASK.spec, {"d_model": 4, "n_layers": 1, "d_state": 4})
+    return build_model(name, TASK.spec, {"d_model": 8, "n_layers": 1})  # 8: the attention models' heads fit
 
 
 def _batches(member: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -92,7 +92,33 @@ def test_a_packed_member_ends_where_its_single_run_ends(name):
 def test_members_of_other_shapes_do_not_pack():
     assert "at least two" in pack_problem([_model("dlr", 0)])
     torch.manual_seed(0)
-    wide = build_model("dlr", TASK.spec, {"d_model": 16, "n_layers": 2})
+    wide = build_model("dlr", TASK.spec, {"d_model": 16, "n_layers": 1})
     assert "member 1 differs" in pack_problem([_model("dlr", 0), wide])
     with pytest.raises(ValueError, match="do not pack"):
         Pack([_model("dlr", 0), wide])
+
+
+@pytest.mark.parametrize("name", ["mamba", "las"])
+def test_a_model_that_declares_it_is_not_packed(name):
+    mixer = {"mamba": "Mamba", "las": "LaS"}[name]
+    assert pack_problem([_model(name, 0), _model(name, 1)]) == f"{mixer} declares packable = False"
+
+
+def test_a_forward_that_fails_under_vmap_is_named_in_one_line():
+    class ReadsAValue(torch.nn.Module):  # a plug-in mixer that sizes something from a tensor's value
+        causal = True
+
+        def __init__(self, d_model: int, **_):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(d_model))
+
+        def forward(self, x):
+            return x * self.scale * float(x.abs().max().item() > 0)
+
+    def build(seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return build_model(ReadsAValue, TASK.spec, {"d_model": 8, "n_layers": 1})
+
+    problem = pack_problem([build(0), build(1)], probe=torch.randn(2, 16, 3))
+    assert problem is not None and "fails under torch.func.vmap" in problem and "\n" not in problem
+    assert pack_problem([_model("dlr", 0), _model("dlr", 1)], probe=torch.randn(2, 16, 3)) is None
