@@ -162,21 +162,24 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
             with TL.scope(deadline):  # nothing was saved: the same run from step 0 (train_and_score says so)
                 return train_and_score(config, run.path, None, quiet=quiet, logger=logger, force=force,
                                        restart=True)
-        _refuse_steps_below_reached(run, config.train.steps)
+        last = _refuse_steps_below_reached(run, config.train.steps)
         if run.finished:
             run.metrics_path.replace(run.path / "metrics.previous.json")
         with TL.scope(deadline):
-            return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force)
+            return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force,
+                                   last=last)
 
 
-def _refuse_steps_below_reached(run: RunFolder, steps: int) -> None:
+def _refuse_steps_below_reached(run: RunFolder, steps: int) -> dict[str, Any]:
     """`-o train.steps=N` on --resume may extend a run, never cut it below the step its last.pt holds (it would be
-    scored at once and recorded as an N-step run that trained longer)."""
-    state = load_last(run.last).get("state", {})
+    scored at once and recorded as an N-step run that trained longer); returns last.pt, read once for the run."""
+    last = load_last(run.last)
+    state = last.get("state", {})
     reached = state.get("step") if isinstance(state, dict) else None
     if isinstance(reached, int) and steps < reached:
         raise ConfigError("train.steps", f"{steps} is below the step {run.path} has reached ({reached})",
                           f"drop -o train.steps to finish the run as configured, or pass a value of at least {reached}")
+    return last
 
 
 @contextlib.contextmanager

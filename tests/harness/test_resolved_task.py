@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,14 +50,20 @@ def test_a_streamed_run_computes_its_spec_once(spec_calls, tmp_path):
     assert calls["cumsum"] == 1
 
 
-def test_a_resumed_run_and_a_scored_checkpoint_compute_it_once_each(spec_calls, tmp_path):
+def test_a_resumed_run_and_a_scored_checkpoint_compute_it_once_each(spec_calls, tmp_path, monkeypatch):
     run = ssmbench.evaluate("dlr", "cumsum", overrides={"L": 32, **TINY}, out=tmp_path / "run", quiet=True)
     count, calls = spec_calls
     count("cumsum")
     from ssmbench.harness.evaluation import resume
+    from ssmbench.harness.results import checkpoints
 
+    reads: list[str] = []
+    load = checkpoints.load_checkpoint
+    monkeypatch.setattr(checkpoints, "load_checkpoint", lambda path, **kw: reads.append(Path(path).name) or
+                        load(path, **kw))
     resume(run.run_dir, {"train.steps": 4}, quiet=True)
     assert calls["cumsum"] == 1
+    assert reads.count("last.pt") == 1  # read once: the step check and the restore share it
     calls["cumsum"] = 0
     from ssmbench.harness.scoring import score_checkpoint
 

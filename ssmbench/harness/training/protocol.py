@@ -29,10 +29,11 @@ NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", 
 
 def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
                     quiet: bool = False, logger: str | None = None, force: bool = False,
-                    restart: bool = False) -> EvalResult:
+                    restart: bool = False, last: dict[str, Any] | None = None) -> EvalResult:
     """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
     model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test.
-    `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`)."""
+    `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`).
+    `last`: with `resume`, the run's last.pt as `resume` loaded it already."""
     import torch
 
     from ..feed.batches import prefer_fork_safe_numba
@@ -82,7 +83,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
                 run.write_config(config.to_json())
                 ext = make_logger(logger, run.path, config)
             D.barrier()
-            metrics = train(s, run, resume=resume, quiet=quiet, logger=ext)
+            metrics = train(s, run, resume=resume, quiet=quiet, logger=ext, last=last)
         except torch.OutOfMemoryError as exc:
             _discard_if_empty(run, fresh and env.is_main)
             raise out_of_memory(config, exc) from None

@@ -299,23 +299,25 @@ def interrupted(loop: Loop) -> TrainingInterrupted:
                                f"continue with `ssmbench eval --resume {run.path}`")
 
 
-def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False,
-          logger: Any = None) -> dict[str, Any]:
-    """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks)."""
+def train(s: Setup, run: RunFolder, *, resume: bool = False, quiet: bool = False, logger: Any = None,
+          last: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train, select on val, score test once at the best checkpoint; returns the final metrics (all ranks).
+    `last`: with `resume`, the run's last.pt as its caller loaded it already (read once, not twice)."""
     with StopFlag() as stop:
         try:
-            return _train(s, run, stop, resume=resume, quiet=quiet, logger=logger)
+            return _train(s, run, stop, resume=resume, quiet=quiet, logger=logger, last=last)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, without saving this step
             raise TrainingInterrupted(f"interrupted at once (a second Ctrl-C); {run.last} holds the last saved step",
                                       f"continue with `ssmbench eval --resume {run.path}`") from None
 
 
-def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: bool, logger: Any) -> dict[str, Any]:
+def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: bool, logger: Any,
+           last: dict[str, Any] | None = None) -> dict[str, Any]:
     """The loop itself (see the module docstring); `stop` is set by SIGINT / SIGTERM."""
     t, env = s.cfg.train, s.env
     deadline = time_limit.current(s.cfg)
     budget = time_limit.Budget(deadline, s.cfg, time_limit.state_bytes(s.bare)) if deadline else None
-    ckpt = load_last(run.last) if resume else None
+    ckpt = (last if last is not None else load_last(run.last)) if resume else None
     if budget is not None:  # a limit spent already (by the start-up): stop before the optimiser and the data
         step = int(ckpt["state"]["step"]) if ckpt is not None else 0  # (seconds), with nothing new to save
         if D.any_rank(not budget.fits(step), env.device):
