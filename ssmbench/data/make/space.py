@@ -120,20 +120,24 @@ def check_free_space(path: Path, needed: int) -> None:
                             f"{human_bytes(free)} free; free some space or choose another --out")
 
 
-def disk_full_message(path: Path, code: int | None, needed: int | None, upper_bound: bool = False) -> str:
+def disk_full_message(path: Path, code: int | None, needed: int | None, upper_bound: bool = False, *,
+                      kept: str = "", writable: str = "choose a writable --out",
+                      space: str = "free some space or choose another --out",
+                      then: str = "re-run the same command") -> str:
     """One line: what happened in which folder, and (for a full disk or quota) about how much more it needs
-    (`upper_bound`: `needed` is a bound from the raw sample size, not an estimate)."""
+    (`upper_bound`: `needed` is a bound from the raw sample size, not an estimate). A dataset build's by default;
+    a checkpoint's says what is `kept` and how to go on (`writable`, `space`, `then`: `checkpoints.disk_full`)."""
+    kept = f"; {kept}" if kept else ""
     if code == errno.EROFS:
-        return f"{DISK_ERRNOS[code]}: cannot write to {path}; choose a writable --out, then re-run the same command"
+        return f"{DISK_ERRNOS[code]}: cannot write to {path}{kept}; {writable}, then {then}"
     reason = DISK_ERRNOS.get(code or errno.ENOSPC, DISK_ERRNOS[errno.ENOSPC])
     more = (f"it needs {'up to' if upper_bound else 'about'} {human_bytes(needed)} more to finish" if needed
             else "it needs more space to finish")
     try:
-        free = f" ({human_bytes(free_bytes(path))} free)"
+        free = f" ({human_bytes(free_bytes(path if path.is_dir() else path.parent))} free)"
     except OSError:
         free = ""
-    return (f"{reason} while writing {path}: {more}{free}; free some space or choose another --out, "
-            "then re-run the same command")
+    return f"{reason} while writing {path}: {more}{free}{kept}; {space}, then {then}"
 
 
 _POISONED: list[Any] = []

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from ...errors import ConfigError
-from ...plain import human_bytes
 
 
 def previous_of(path: Path) -> Path:
@@ -118,22 +117,15 @@ def _state_bytes(state: Any) -> int:
 
 
 def disk_full(path: Path, code: int, needed: int) -> Exception:
-    """The one line (`DiskFullError`, exit 1) of a checkpoint that did not fit: the wording of the dataset builds'
-    `space.disk_full_message`, with how to continue a run instead of re-running the command."""
-    from ...data.make.space import DISK_ERRNOS, DiskFullError, free_bytes
+    """The one line (`DiskFullError`, exit 1) of a checkpoint that did not fit: the dataset builds' message
+    (`space.disk_full_message`), with what was kept and how to continue the run instead of re-running the command."""
+    from ...data.make.space import DiskFullError, disk_full_message
 
     run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
     kept = f"the {path.name} saved before is intact" if path.exists() else f"no {path.name} was saved yet"
-    if code == errno.EROFS:
-        return DiskFullError(f"{DISK_ERRNOS[code]}: cannot write {path}; {kept}; make {run} writable, then continue "
-                             f"with `ssmbench eval --resume {run}`", code)
-    try:
-        free = f" ({human_bytes(free_bytes(path.parent))} free)"
-    except OSError:
-        free = ""
-    return DiskFullError(f"{DISK_ERRNOS.get(code, DISK_ERRNOS[errno.ENOSPC])} while writing {path}: it needs about "
-                         f"{human_bytes(needed)} more to finish{free}; {kept}; free some space, then continue with "
-                         f"`ssmbench eval --resume {run}`", code)
+    return DiskFullError(disk_full_message(path, code, needed, kept=kept,
+                                           writable=f"make {run} writable", space="free some space",
+                                           then=f"continue with `ssmbench eval --resume {run}`"), code)
 
 
 def load_checkpoint(path: str | Path, option: str = "--checkpoint") -> dict[str, Any]:
