@@ -87,11 +87,10 @@ def score(cfg: RunConfig, weights: Mapping[str, Any] | None, split: str = "test"
     from .feed.folder_feed import eval_set_for
     from .runtime import distributed as D
     from .runtime.threads import apply_threads
-    from .training.facts import check_direction, model_facts
+    from .training.facts import model_facts
     from .training.trainer import StopFlag, TrainingInterrupted, evaluate_split, save_predictions, setup
 
     threads = apply_threads(cfg.hardware.threads, cfg.data.workers)
-    check_direction(cfg, cfg.resolved_task.spec)
     start = time.time()
     s = setup(cfg)
     if weights is not None:

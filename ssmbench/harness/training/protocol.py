@@ -42,7 +42,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     from ..results.plots import learning_curves
     from ..runtime import distributed as D
     from ..runtime.threads import apply_threads
-    from .facts import check_direction, model_facts
+    from .facts import model_facts
     from .memory import check_batch_fits, check_fits
     from .trainer import setup, train
 
@@ -55,8 +55,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     env = D.init_distributed(config.hardware.device)
     spec = config.resolved_task.spec  # made by the resolver; the one Spec of this run
     check_batch_fits(config, spec, env.device, env.world_size, force)  # shapes only: before anything runs the model
-    s = setup(config, env)  # builds the model (runs nothing): a refused direction below leaves nothing behind
-    check_direction(config, spec)
+    s = setup(config, env)  # refuses a causal-only mixer on a bidirectional task before it builds
     facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
     facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))

@@ -99,14 +99,17 @@ class Setup:
 
 
 def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
-    """Seed, build the model on its device, pick the objective (shared by training and checkpoint scoring)."""
+    """Refuse a causal-only mixer on a bidirectional task, seed, build the model on its device, pick the objective
+    (shared by training and checkpoint scoring)."""
     from ..models.build import build_model
+    from .facts import check_direction
 
+    rt = cfg.resolved_task  # the task, its config and Spec: settled by the resolver, not looked up again
+    task, config, spec = rt.task, rt.config, rt.spec
+    check_direction(cfg, spec)  # before the build: its message, not the builder's, names the fix
     env = env or D.init_distributed(cfg.hardware.device)
     check_precision(cfg.hardware.precision, env.device)
     torch.manual_seed(cfg.seed)
-    rt = cfg.resolved_task  # the task, its config and Spec: settled by the resolver, not looked up again
-    task, config, spec = rt.task, rt.config, rt.spec
     model = build_model(cfg.model, spec, dict(cfg.model_overrides), allow_noncausal=cfg.allow_noncausal)
     model.to(env.device)
     if cfg.hardware.precision != "fp32":
