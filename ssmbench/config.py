@@ -235,6 +235,11 @@ def parse_overrides(pairs: Iterable[str], option: str = "-o", removable: bool = 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """A flat mapping of config keys from a TOML or JSON file."""
+    return read_config_file(path)[1]
+
+
+def read_config_file(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """(the file's text, its flat mapping of config keys) from a TOML or JSON file, read once."""
     path = Path(path)
     try:
         text = path.read_bytes()
@@ -246,4 +251,4 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError("--config", f"{path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("--config", f"{path} must hold a mapping of config keys")
-    return data
+    return text.decode(errors="replace"), data

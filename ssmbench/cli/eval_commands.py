@@ -135,8 +135,8 @@ def eval_command(**given: Any) -> None:
     if given["resume_dir"]:
         _resume_takes_its_config(click.get_current_context(), keys, given["log_samples"])
     _refuse_conflicts(click.get_current_context(), given)
-    _early_checks(given["model"], given["preset"], given["config_file"], keys, given["device"], given["checkpoint"],
-                  given["evaluator"])
+    given["config_read"] = _early_checks(given["model"], given["preset"], given["config_file"], keys,
+                                         given["device"], given["checkpoint"], given["evaluator"])
     try:
         _eval(_request_parts(given, keys, deadline), given["as_json"])
     except TimeLimitReached as exc:
@@ -213,13 +213,14 @@ def dataset_folder_at(path: str | os.PathLike[str]) -> str | None:
 
 
 def _early_checks(model: str | None, preset: str, config_file: str | None, keys: dict[str, Any],
-                  device: str | None, checkpoint: str | None, evaluator: str | None) -> None:
+                  device: str | None, checkpoint: str | None, evaluator: str | None) -> Any:
     """What can be checked from names, tables and files alone, before torch, Numba or a model is imported (those
     take 15-20 s on a busy machine): registered model and evaluator names (the registry's tables, not the plug-ins),
     the preset name, -o keys and values of the train / eval / data / hardware sections, --device, and that
     --checkpoint exists. Task names (--task also takes the groups the tasks declare), model and task keys
-    (-o model.*, -o L=...) need the tasks' and the model's own code and are checked when they are loaded."""
-    from ..config import load_config_file
+    (-o model.*, -o L=...) need the tasks' and the model's own code and are checked when they are loaded.
+    Returns `--config FILE` as read here, (text, keys), or None: the run's settings carry it, not read again."""
+    from ..config import read_config_file
     from ..errors import ConfigError
     from ..harness.config.run_config import check_keys
     from ..registry import evaluators, models
@@ -242,11 +243,13 @@ def _early_checks(model: str | None, preset: str, config_file: str | None, keys:
             close = difflib.get_close_matches(preset, ["quick", "paper", *rows], n=1)
             raise ConfigError("--preset", f"unknown preset {preset!r}" + (f"; did you mean {close[0]!r}?" if close
                                                                            else ""), "run `ssmbench ls presets`")
-    file_keys = dict(load_config_file(config_file)) if config_file else {}
+    read = read_config_file(config_file) if config_file else None
+    file_keys = dict(read[1]) if read else {}
     check_keys({**file_keys, **keys})
     for asked in (device, keys.get("hardware.device"), file_keys.get("hardware.device")):
         if isinstance(asked, str):
             _check_device(asked.strip())
+    return read
 
 
 def _check_device(name: str) -> None:
@@ -332,8 +335,8 @@ def _request_parts(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -
         lengths = tuple(parse_lengths(given["lengths"]))
     seeds = () if checkpoint or given["resume_dir"] else tuple(_seeds(given["seeds"]))  # read by runs only
     settings = RunSettings(preset=given["preset"], config_file=given["config_file"], overrides=keys,
-                           seed=given["seed"], seeds=seeds, allow_noncausal=given["allow_noncausal"],
-                           evaluator=evaluator or "train_eval", split=split)
+                           config_read=given["config_read"], seed=given["seed"], seeds=seeds,
+                           allow_noncausal=given["allow_noncausal"], evaluator=evaluator or "train_eval", split=split)
     options = RunOptions(device=given["device"], precision=given["precision"], compile=given["compile_"],
                          data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
                          logger=given["logger"], force=given["force"], time_limit=deadline)

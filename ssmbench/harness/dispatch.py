@@ -128,8 +128,8 @@ def _suite(request: RunRequest, report: Callable[[EvalResult], None] | None) -> 
     request = dataclasses.replace(request, model=model)
     identity: dict[str, Any] = {"length": sel.length, "size": sel.size, "overrides": s.overrides, "seed": s.seed,
                                 "evaluator": s.evaluator, "split": s.split}
-    if s.config_file:
-        identity["config_file"] = Path(s.config_file).read_bytes().decode(errors="replace")
+    if s.config_read is not None:
+        identity["config_file"] = s.config_read[0]  # the file's text, as read once
     task = sel.task
     if o.data and not task:
         from ..data.folder.manifest import load_manifest

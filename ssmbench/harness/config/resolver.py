@@ -60,7 +60,6 @@ def resolve_request(request: RunRequest) -> RunConfig:
     options."""
     if request.config is not None:
         return _settled(request.config.with_overrides(request.options.hardware_keys())).validate()
-    from ...config import load_config_file
     from ...registry import get_task
     from ...task_config import ResolvedTask, to_plain
     from ...task_config import resolve as resolve_task
@@ -77,7 +76,7 @@ def resolve_request(request: RunRequest) -> RunConfig:
         from .task_groups import unknown_task
 
         raise unknown_task(name) from None
-    user: dict[str, Any] = dict(load_config_file(s.config_file)) if s.config_file else {}
+    user: dict[str, Any] = s.config_keys  # --config FILE, read once where the settings were made
     user.update(s.overrides)
     user.update(request.options.hardware_keys())
     data = request.options.data if request.options.data is not None else user.get("data.path")

@@ -55,6 +55,20 @@ class RunSettings:
     allow_noncausal: bool = False
     evaluator: str = "train_eval"
     split: str | None = None
+    config_read: tuple[str, Mapping[str, Any]] | None = None
+    """`config_file` as read once where the settings are made: (its text, its keys); the resolver and a suite's
+    identity use these, so the file is read once a command."""
+
+    def __post_init__(self) -> None:
+        if self.config_file is not None and self.config_read is None:
+            from ...config import read_config_file
+
+            object.__setattr__(self, "config_read", read_config_file(self.config_file))
+
+    @property
+    def config_keys(self) -> dict[str, Any]:
+        """The keys of `--config FILE` (none without one)."""
+        return dict(self.config_read[1]) if self.config_read is not None else {}
 
 
 @dataclass(frozen=True)
