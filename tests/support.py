@@ -19,6 +19,7 @@ from ssmbench.seeding import keys_for
 # The reference implementations' samples live outside the repository, in shared/ beside the checkout (CI clones it
 # there); SSMBENCH_REFERENCE_FIXTURES points elsewhere.
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 
 
 def load_file(path: Path, name: str | None = None):
@@ -114,3 +115,20 @@ def dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m ssmbench ARGS` in a fresh process (PYTHONSAFEPATH=1, as CI runs it), output captured."""
+    return subprocess.run([sys.executable, "-m", "ssmbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def refused(result: subprocess.CompletedProcess, code: int, *fragments: str) -> str:
+    """The first stderr line of a refusal with exit status `code` (at most a hint line after it)."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and 1 <= len(lines) <= 2, result.stderr
+    assert len(lines) == 1 or lines[1].startswith("hint: "), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, (fragment, result.stderr)
+    return lines[0]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
+from support import TESTS
+
 TINY = ["--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8",
         "-o", "eval.val_samples=16", "-o", "eval.test_samples=16", "-o", "data.workers=0", "-q"]
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-PLUGIN_DOC = TESTS.parent / "docs" / "plugins.md"
+from support import REPO, TESTS
+
+PLUGIN_DOC = REPO / "docs" / "plugins.md"
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,8 @@ from ssmbench.harness.evaluation import resume
 from ssmbench.harness.feed.folder_feed import FolderSteps
 from ssmbench.harness.scoring import score_checkpoint
 from ssmbench.task_config import resolve_config
+from support import TESTS
 
-TESTS = Path(__file__).resolve().parents[1]
 TINY = {"model.d_model": 8, "model.n_layers": 1, "model.d_state": 16, "train.steps": 20, "train.warmup_steps": 2,
         "train.eval_every": 10, "train.log_every": 1, "train.batch_size": 4, "eval.test_samples": 8,
         "eval.batch_size": 4, "eval.metric_batch_size": 4, "data.workers": 0}
