@@ -14,6 +14,7 @@ import pytest
 
 import ssmbench
 from ssmbench.errors import ConfigError
+from support import run_main
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "eval.val_samples": 8, "eval.test_samples": 12, "eval.metric_batch_size": 4, "data.workers": 0}
@@ -43,7 +44,7 @@ def one_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
     (["--model", "json:dumpz"], "has no attribute 'dumpz'; did you mean 'dump'?"),
 ])
 def test_bad_values_are_one_line_naming_key_value_and_type(tmp_path, args, fragment):
-    one_line(ssmbench_cli(tmp_path, "eval", *CLI_TINY, *args), fragment)
+    one_line(run_main("eval", *CLI_TINY, *args, cwd=tmp_path), fragment)
 
 
 def test_a_plugin_module_in_the_working_folder_is_found_and_a_misspelt_one_named(tmp_path):
