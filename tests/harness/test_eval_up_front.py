@@ -26,7 +26,7 @@ import ssmbench
 from ssmbench.errors import ConfigError
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.training import memory
-from support import cli, refused
+from support import refused, run_main
 
 PROBE = """
 import json, sys
@@ -143,9 +143,8 @@ def test_a_batch_that_cannot_fit_is_refused_before_the_model_is_built(tmp_path, 
 
 def test_the_cli_refuses_an_impossible_batch_in_one_line(tmp_path):
     """The issue's command (with a batch no machine holds): one line, exit 2, no run folder."""
-    result = subprocess.run([sys.executable, "-m", "ssmbench", "eval", "--model", "dlr", "--task", "cumsum",
-                             "--length", "65536", "-o", "train.batch_size=10000000", "--out", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=900, cwd=tempfile.gettempdir())
+    result = run_main("eval", "--model", "dlr", "--task", "cumsum", "--length", "65536", "-o",
+                      "train.batch_size=10000000", "--out", str(tmp_path / "run"))
     assert result.returncode == 2, result.stderr
     lines = result.stderr.splitlines()
     assert lines[0].startswith("invalid option: train.batch_size: this run needs at least") and len(lines) == 2
@@ -162,12 +161,12 @@ def test_eval_refuses_fewer_scored_samples_than_one_metric_batch(tmp_path):
     out = tmp_path / "run"
     args = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8", "-o",
             "train.steps=2", "-o", "data.workers=0", "-q", "--out", str(out)]
-    line = refused(cli(*args, "-o", "eval.val_samples=8"), 2,
+    line = refused(run_main(*args, "-o", "eval.val_samples=8"), 2,
                    "hint: pass -o eval.metric_batch_size=8 (or less), or -o eval.val_samples=16 (or more)")
     assert line == ("invalid option: eval.metric_batch_size: 16 is more than the 8 val samples scored "
                     "(eval.val_samples = 8): no complete virtual batch, so every per-batch metric (*_batchavg) "
                     "would read nan")
-    refused(cli(*args, "-o", "eval.test_samples=5", "-o", "eval.metric_batch_size=6"), 2,
+    refused(run_main(*args, "-o", "eval.test_samples=5", "-o", "eval.metric_batch_size=6"), 2,
             "6 is more than the 5 test samples scored (eval.test_samples = 5)")
     assert not out.exists()
 

@@ -233,7 +233,9 @@ def test_a_temporary_deleted_under_a_writer_is_written_again(tmp_path, monkeypat
 
 # --- 3. Ctrl-C and parent death ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("workers, sig", [("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGTERM)],
+# One worker (3 s) is slow, in CI's `pytest -m slow`: two workers take the same path and the workers' one too.
+@pytest.mark.parametrize("workers, sig", [pytest.param("1", signal.SIGINT, marks=pytest.mark.slow),
+                                          ("2", signal.SIGINT), ("2", signal.SIGTERM)],
                          ids=["1-SIGINT", "2-SIGINT", "2-SIGTERM"])
 def test_ctrl_c_stops_with_one_line_and_130_and_the_same_command_continues(tmp_path, workers, sig, cli):
     """Also SIGTERM (a scheduler's or `kill`'s): the same line and status as Ctrl-C, as `ssmbench get` (it exited 143

@@ -179,6 +179,8 @@ def test_resumed_folder_run_sees_the_batches_of_an_uninterrupted_one(pathfinder,
     assert losses(part.run_dir) == losses(full.run_dir) and len(losses(full.run_dir)) == 14
 
 
+# Slow (7 s): torchrun's two ranks each import torch; with tests/harness/runtime/test_ddp.py in `pytest -m slow`.
+@pytest.mark.slow
 def test_checkpoint_scoring_on_two_ranks_counts_every_folder_sample_once(pathfinder_run, tmp_path):
     ckpt = pathfinder_run.run_dir / "checkpoints" / "best.pt"
     one = score_checkpoint(ckpt, "val", out=tmp_path / "one", quiet=True).metrics["val"]
