@@ -90,7 +90,7 @@ def test_a_run_that_cannot_fit_is_refused_before_its_folder_exists(tmp_path, mon
 
 
 def test_seeds_run_one_folder_each_and_compare_averages_them(tmp_path):
-    result = ssmbench_cli(tmp_path, "eval", "--model", "dlr", *CLI_TINY, "--seeds", "0,1,2", "--json")
+    result = run_main("eval", "--model", "dlr", *CLI_TINY, "--seeds", "0,1,2", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert [Path(r).name for r in out["runs"]] == ["cumsum-seed0", "cumsum-seed1", "cumsum-seed2"]
