@@ -46,15 +46,15 @@ def test_eval_prints_scores_and_compare_builds_the_table(tmp_path):
     out = json.loads(a.stdout)  # stdout holds the one JSON object only
     assert set(out["test"]) >= {"r2", "r2_batchavg", "mse"}
     assert out["startup_s"] > 0 and out["time_per_step_s"] > 0 and 0 <= out["data_wait_share"] <= 1
-    b = ssmbench("eval", "--model", "attention", *TINY, "-o", "train.steps=4", "-o", "train.eval_every=2",
-                 "--out", str(tmp_path / "attn"))
+    b = run_main("eval", "--model", "attention", *TINY, "-o", "train.steps=4", "-o", "train.eval_every=2",
+                 "--out", str(tmp_path / "attn"))  # the human line; in this process (the JSON run above is not)
     assert b.returncode == 0, b.stderr
     assert "test r2" in b.stdout
     assert re.search(r"\(\d+\.\d ms a step, \d+\.\d % of it waiting for data; start-up \d+\.\d s\)$", b.stdout.strip())
-    table = ssmbench("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--markdown")
+    table = run_main("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--markdown")
     assert table.returncode == 0, table.stderr
     assert "| cumsum |" in table.stdout and "dlr 1L L=32" in table.stdout and "attention 1L L=32" in table.stdout
-    data = json.loads(ssmbench("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--json").stdout)
+    data = json.loads(run_main("compare", str(tmp_path / "dlr"), str(tmp_path / "attn"), "--json").stdout)
     assert [c["model"] for c in data["columns"]] == ["dlr", "attention"]
     assert data["columns"][0]["time_ratio"] == pytest.approx(1.0)
 
