@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
+import io
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -19,6 +24,7 @@ from ssmbench.seeding import keys_for
 # The reference implementations' samples live outside the repository, in shared/ beside the checkout (CI clones it
 # there); SSMBENCH_REFERENCE_FIXTURES points elsewhere.
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 
 
 def load_file(path: Path, name: str | None = None):
@@ -114,3 +120,50 @@ def dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m ssmbench ARGS` in a fresh process (PYTHONSAFEPATH=1, as CI runs it), output captured."""
+    return subprocess.run([sys.executable, "-m", "ssmbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def refused(result: subprocess.CompletedProcess, code: int, *fragments: str) -> str:
+    """The first stderr line of a refusal with exit status `code` (at most a hint line after it)."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and 1 <= len(lines) <= 2, result.stderr
+    assert len(lines) == 1 or lines[1].startswith("hint: "), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, (fragment, result.stderr)
+    return lines[0]
+
+
+def run_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`ssmbench ARGS` in this process, through `ssmbench.cli.app.main`, for tests that check what a command says
+    and does, not the process boundary (signals, exit of a real process, a second process holding a lock: `cli`).
+    The exit code, stdout and stderr (with the warnings the CLI logs, formatted as it does) come back in a
+    CompletedProcess, like `cli`'s; `cwd` (default: the temporary folder, so that a default run folder never lands in
+    the checkout) and `env` (added to os.environ) hold for the call only. It saves the 2-3 s a fresh interpreter
+    spends importing torch, and the Numba compilations it would repeat."""
+    from ssmbench.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    code: int | str | None = 0
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, env or {}))
+        stack.enter_context(contextlib.chdir(cwd or tempfile.gettempdir()))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        root.addHandler(handler)
+        stack.callback(root.removeHandler, handler)
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess(["ssmbench", *args], returncode, out.getvalue(), err.getvalue())

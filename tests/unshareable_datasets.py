@@ -1,4 +1,4 @@
-"""Datasets for the full-/dev/shm tests (`tests/data/test_shm_full.py`) whose one item cannot be shared by a
+"""Datasets for the full-/dev/shm tests (`tests/data/read/test_shm_full.py`) whose one item cannot be shared by a
 DataLoader worker. In a module of their own on pytest's pythonpath, so that workers started by a fork server (which
 import what they unpickle by name) find them.
 """

@@ -6,6 +6,8 @@
   when it exited, not by a clock. (Before: 15-23 s on a busy machine, after importing torch and the model.)
 * A batch that cannot fit is refused from shapes alone, before the model is built or run: the causality check and
   the memory probe each ran the model at full length first (minutes at T = 65536, N = T on a CPU).
+* Scored splits smaller than one virtual batch of the per-batch metrics are refused before the run starts (a task's
+  own eval sizes, or a dataset folder holding fewer samples).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import ssmbench
 from ssmbench.errors import ConfigError
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.training import memory
+from support import refused, run_main
 
 PROBE = """
 import json, sys
@@ -140,11 +143,49 @@ def test_a_batch_that_cannot_fit_is_refused_before_the_model_is_built(tmp_path, 
 
 def test_the_cli_refuses_an_impossible_batch_in_one_line(tmp_path):
     """The issue's command (with a batch no machine holds): one line, exit 2, no run folder."""
-    result = subprocess.run([sys.executable, "-m", "ssmbench", "eval", "--model", "dlr", "--task", "cumsum",
-                             "--length", "65536", "-o", "train.batch_size=10000000", "--out", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=900, cwd=tempfile.gettempdir())
+    result = run_main("eval", "--model", "dlr", "--task", "cumsum", "--length", "65536", "-o",
+                      "train.batch_size=10000000", "--out", str(tmp_path / "run"))
     assert result.returncode == 2, result.stderr
     lines = result.stderr.splitlines()
     assert lines[0].startswith("invalid option: train.batch_size: this run needs at least") and len(lines) == 2
     assert lines[1].startswith("hint: try -o train.batch_size=") and "--force runs it anyway" in lines[1]
     assert not (tmp_path / "run").exists()
+
+
+# ----------------------------------------------------------------------------- per-batch metrics of eval
+
+
+def test_eval_refuses_fewer_scored_samples_than_one_metric_batch(tmp_path):
+    """`macro_f1_batchavg nan` (every virtual batch incomplete and dropped) is refused before the run starts:
+    one line naming both values and the fix; no run folder."""
+    out = tmp_path / "run"
+    args = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8", "-o",
+            "train.steps=2", "-o", "data.workers=0", "-q", "--out", str(out)]
+    line = refused(run_main(*args, "-o", "eval.val_samples=8"), 2,
+                   "hint: pass -o eval.metric_batch_size=8 (or less), or -o eval.val_samples=16 (or more)")
+    assert line == ("invalid option: eval.metric_batch_size: 16 is more than the 8 val samples scored "
+                    "(eval.val_samples = 8): no complete virtual batch, so every per-batch metric (*_batchavg) "
+                    "would read nan")
+    refused(run_main(*args, "-o", "eval.test_samples=5", "-o", "eval.metric_batch_size=6"), 2,
+            "6 is more than the 5 test samples scored (eval.test_samples = 5)")
+    assert not out.exists()
+
+
+def test_a_folder_with_fewer_samples_than_one_metric_batch_is_refused(tmp_path):
+    """A folder task scores min(eval.val_samples, the split's samples): a folder holding 4 val samples under the
+    quick preset's metric batch of 16 is refused naming the folder; a metric batch of 4 runs."""
+    from ssmbench.data.make.generate import generate_dataset
+    from ssmbench.harness.config.resolver import resolve_run
+    from support import tiny_config
+
+    folder = generate_dataset("pathfinder", tiny_config("pathfinder"), out=tmp_path, n=12,
+                              split={"train": 4, "val": 4, "test": 4}, quiet=True).path
+    with pytest.raises(ConfigError) as caught:
+        resolve_run("dlr", "pathfinder", data=folder)
+    assert str(caught.value) == (f"eval.metric_batch_size: 16 is more than the 4 val samples scored (all 4 of "
+                                 f"{folder}): no complete virtual batch, so every per-batch metric (*_batchavg) "
+                                 "would read nan")
+    assert caught.value.hint == ("pass -o eval.metric_batch_size=4 (or less), or use a folder with at least 16 val "
+                                 "samples")
+    cfg = resolve_run("dlr", "pathfinder", data=folder, overrides={"eval.metric_batch_size": 4})
+    assert cfg.eval.metric_batch_size == 4

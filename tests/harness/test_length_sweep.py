@@ -9,6 +9,7 @@ import pytest
 import ssmbench
 from ssmbench.errors import ConfigError
 from ssmbench.harness.length_sweep import parse_lengths, sweep_lengths
+from support import run_main
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 16, "train.steps": 6, "train.eval_every": 3,
         "eval.val_samples": 16, "eval.test_samples": 16, "data.workers": 0}
@@ -56,27 +57,17 @@ def test_a_task_without_a_length_is_refused(tmp_path):
         sweep_lengths(fake, [64], out=tmp_path / "s", quiet=True)
 
 
-def _cli(*args: str):
-    import os
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    exe = Path(sys.executable).with_name("ssmbench")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir(),
-                          env={**os.environ, "PYTHONSAFEPATH": "1"})
 
 
 def test_eval_lengths_prints_the_table_and_writes_the_files(trained, tmp_path):
     ckpt = str(trained.run_dir / "checkpoints" / "best.pt")
-    result = _cli("eval", "--checkpoint", ckpt, "--lengths", "16,32", "--out", str(tmp_path / "cli"), "-q")
+    result = run_main("eval", "--checkpoint", ckpt, "--lengths", "16,32", "--out", str(tmp_path / "cli"), "-q")
     assert result.returncode == 0, result.stderr
     assert "| 32 (trained) |" in result.stdout and "| 16 |" in result.stdout
     saved = json.loads((tmp_path / "cli" / "lengths.json").read_text())
     assert [row["L"] for row in saved["rows"]] == [16, 32]
     assert saved["rows"][1]["r2"] == pytest.approx(trained.metrics["test"]["r2"], abs=1e-12)
-    as_json = _cli("eval", "--checkpoint", ckpt, "--lengths", "64", "--out", str(tmp_path / "j"), "-q", "--json")
+    as_json = run_main("eval", "--checkpoint", ckpt, "--lengths", "64", "--out", str(tmp_path / "j"), "-q", "--json")
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["rows"][0]["L"] == 64
 
 
@@ -88,7 +79,7 @@ def test_eval_lengths_prints_the_table_and_writes_the_files(trained, tmp_path):
 def test_eval_lengths_usage_errors_are_one_line(trained, args, fragment):
     ckpt = str(trained.run_dir / "checkpoints" / "best.pt")
     args = [a for a in args if a != "CKPT"] + (["--checkpoint", ckpt] if "CKPT" in args else [])
-    result = _cli("eval", *args)
+    result = run_main("eval", *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert fragment in result.stderr
 

@@ -4,12 +4,11 @@ finds again (finished tasks skipped, an interrupted one resumed), progress on st
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from ssmbench.harness.config.task_groups import expand_tasks, task_groups
+from support import run_main
 
 TINY = ["-o", "L=32", "-o", "model.d_model=8", "-o", "model.d_state=32", "-o", "train.steps=4",
         "-o", "train.eval_every=2", "-o", "eval.val_samples=8", "-o", "eval.test_samples=8", "-o", "eval.metric_batch_size=4", "-o", "data.workers=0",
@@ -17,9 +16,8 @@ TINY = ["-o", "L=32", "-o", "model.d_model=8", "-o", "model.d_state=32", "-o", "
 
 
 def ssmbench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("ssmbench")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, timeout=900,
-                          env={**os.environ, "PYTHONSAFEPATH": "1"})
+    """`ssmbench ARGS` in `cwd`, in this process (what a suite prints and writes needs no process of its own)."""
+    return run_main(*args, cwd=cwd)
 
 
 def test_groups_come_from_the_tasks():

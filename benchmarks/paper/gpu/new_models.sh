@@ -13,7 +13,7 @@ phase=${1:?start|finish}; out=${2:?OUT}
 site=/tmp/mamba_site; quick=runs/quick_gpu
 mkdir -p "$out" "$quick"
 export PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1
-tests="tests/harness/test_gpu.py tests/test_model_contracts.py tests/reference_models/test_mamba.py"
+tests="tests/harness/test_gpu.py tests/reference_models/test_model_contracts.py tests/reference_models/test_mamba.py"
 if [ "$phase" = start ]; then
   { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
     python3 -c "import torch, numba, numpy, h5py; print('torch', torch.__version__, 'numba', numba.__version__,

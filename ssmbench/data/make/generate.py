@@ -325,7 +325,8 @@ def _tidy_if_finished(path: Path, plan: BuildPlan) -> None:
 
 def _check_folder_patiently(path: Path, plan: BuildPlan, overwrite: bool, seconds: float = 5.0) -> None:
     """`_check_folder`, but a folder that holds nothing but the `.build/` of a run starting at this very moment
-    (its plan not written yet) is given a few seconds for the plan to appear rather than called foreign."""
+    (its plan not written yet) is given a few seconds for the plan to appear rather than called foreign. Without a
+    `.build/` no run is starting there, and the refusal (a file in the way, a folder not writable) comes at once."""
     import time
 
     deadline, rechecked = time.monotonic() + seconds, False
@@ -333,8 +334,8 @@ def _check_folder_patiently(path: Path, plan: BuildPlan, overwrite: bool, second
         try:
             return _check_folder(path, plan, overwrite)
         except DatasetError:
-            if time.monotonic() > deadline or not all(p.relative_to(path).parts[0] == ".build"
-                                                      for p in path.rglob("*")):
+            if time.monotonic() > deadline or not (path / ".build").is_dir() or not all(
+                    p.relative_to(path).parts[0] == ".build" for p in path.rglob("*")):
                 raise
             if (path / ".build" / "plan.json").exists() or (path / "manifest.json").exists():
                 if rechecked:  # the plan appeared since the check: check once more

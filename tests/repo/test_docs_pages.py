@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
+from support import REPO
+
+DOCS = REPO / "docs"
 RESULTS = DOCS / "results.md"
 RESULTS_MAX_LINES = 500
 LINK = re.compile(r"\]\(([^)\s]*?)(?:#([^)\s]+))?\)")
@@ -35,7 +36,7 @@ def _anchors(page: Path) -> set[str]:
 
 
 def _pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    return [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 
 
 def test_results_page_is_at_most_500_lines():
@@ -62,7 +63,7 @@ def test_links_into_the_measurement_pages_reach_a_heading():
             if dest.name not in ("results.md", "benchmarks.md") or not dest.is_file():
                 continue
             if anchor not in _anchors(dest):
-                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+                broken.append(f"{page.relative_to(REPO)}: {target}#{anchor}")
     assert broken == [], "links to headings that do not exist:\n" + "\n".join(broken)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from importlib import resources
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,7 @@ from ssmbench import registry
 from ssmbench.data.make.cards import split_front_matter
 from ssmbench.errors import SsmbenchError, UnknownNameError
 from ssmbench.generators import BUILTIN
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import REPO
 
 
 def test_unknown_name_suggests_close_matches():
@@ -29,9 +27,9 @@ def test_summaries_equal_first_docstring_line(task_name):
 
 
 def test_table_modules_and_cards_in_sync():
-    modules = {p.stem for p in (ROOT / "generators").glob("*.py") if not p.stem.startswith("_")}
+    modules = {p.stem for p in (REPO / "generators").glob("*.py") if not p.stem.startswith("_")}
     assert modules == set(BUILTIN)
-    cards = {p.stem for p in (ROOT / "data_cards").glob("*.md") if not p.stem.startswith("_")}
+    cards = {p.stem for p in (REPO / "data_cards").glob("*.md") if not p.stem.startswith("_")}
     assert cards == set(BUILTIN)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import REPO
+
 SCANNED_DIRS = ("ssmbench", "generators", "evaluators", "reference_models", "data_cards", "benchmarks", "tests", "docs")
 SCANNED_FILES = ("README.md", "pyproject.toml", ".ci/run")
 SUFFIXES = {".py", ".md", ".toml", ".txt"}
@@ -28,9 +29,9 @@ OUTSIDE_DOCS = re.compile(
 
 
 def _scanned_files() -> list[Path]:
-    files = [ROOT / f for f in SCANNED_FILES if (ROOT / f).is_file()]
+    files = [REPO / f for f in SCANNED_FILES if (REPO / f).is_file()]
     for d in SCANNED_DIRS:
-        for dirpath, dirnames, filenames in os.walk(ROOT / d):
+        for dirpath, dirnames, filenames in os.walk(REPO / d):
             dirnames[:] = [n for n in dirnames if not n.startswith(".") and n not in ("__pycache__", "dlr", "results")]
             files += [Path(dirpath) / n for n in filenames if Path(n).suffix in SUFFIXES]
     return [f for f in files if f.resolve() != Path(__file__).resolve()]
@@ -50,13 +51,13 @@ def test_no_pointers_to_documents_outside_the_repository():
     for path in _scanned_files():
         for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if OUTSIDE_DOCS.search(line):
-                found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()[:100]}")
+                found.append(f"{path.relative_to(REPO)}:{i}: {line.strip()[:100]}")
     assert found == [], ("these lines cite documents that are not in the repository; point at the data cards, "
                          "docstrings, README or docs/ instead, or say it in your own words:\n" + "\n".join(found))
 
 
 def test_docs_holds_no_copies_of_readme_sections():
-    assert sorted(p.name for p in (ROOT / "docs").glob("readme_*.md")) == []
+    assert sorted(p.name for p in (REPO / "docs").glob("readme_*.md")) == []
 
 
 # distribution name -> import name, where they differ
@@ -64,10 +65,10 @@ IMPORT_NAME = {"pillow": "PIL", "scikit-learn": "sklearn", "pyyaml": "yaml", "zl
 
 
 def test_every_core_dependency_is_imported():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     names = [re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].strip().lower() for d in deps]
     sources = "\n".join(p.read_text() for d in ("ssmbench", "generators", "evaluators", "reference_models")
-                        for p in (ROOT / d).rglob("*.py"))
+                        for p in (REPO / d).rglob("*.py"))
     unused = [n for n in names
               if not re.search(rf"^\s*(?:import|from)\s+{re.escape(IMPORT_NAME.get(n, n))}\b", sources, re.M)]
     assert unused == [], f"dependencies that no package module imports: {unused}"
@@ -92,7 +93,7 @@ def test_ruff_bans_bare_plugin_imports_but_not_relative_ones():
             pytest.fail("ruff is not installed (.ci/run installs it)")
         pytest.skip("ruff is not installed")
     proc = subprocess.run([ruff, "check", "--no-cache", "--select", "TID251", "--output-format", "concise",
-                           "--stdin-filename", "generators/_probe.py", "-"], input=PROBE, cwd=ROOT,
+                           "--stdin-filename", "generators/_probe.py", "-"], input=PROBE, cwd=REPO,
                           capture_output=True, text=True)
     flagged = sorted(int(m.group(1)) for m in re.finditer(r"_probe\.py:(\d+):\d+: TID251", proc.stdout))
     assert flagged == [3, 4, 6], proc.stdout + proc.stderr

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import REPO
+
 PLUGIN_DIRS = {"generators": "ssmbench.generators", "evaluators": "ssmbench.evaluators",
                "reference_models": "ssmbench.reference_models"}
 PLUMBING = ["ssmbench.api", "ssmbench.errors", "ssmbench.registry", "ssmbench.config", "ssmbench.seeding",
@@ -44,8 +45,8 @@ class Import:
 def _modules() -> dict[str, Path]:
     found = {}
     for folder, package in [("ssmbench", "ssmbench"), *PLUGIN_DIRS.items()]:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = list(path.relative_to(REPO / folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join([package, *parts])] = path
@@ -99,7 +100,7 @@ def _violations(modules: list[str], banned: tuple[str, ...], top_level_only: boo
                 executed_only: bool = False) -> list[str]:
     """Imports of `banned` by `modules`; `top_level_only`: those run at import time; `executed_only`: leaving out
     those under `if TYPE_CHECKING` (a library named for its types is never loaded)."""
-    return [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m in modules
+    return [f"{MODULES[m].relative_to(REPO)}:{imp.line} imports {imp.target}" for m in modules
             for imp in IMPORTS[m] if any(_is(imp.target, b) for b in banned)
             and (imp.top_level or not top_level_only) and not (imp.type_only and executed_only)]
 
@@ -143,7 +144,7 @@ def test_only_the_cli_imports_click():
 
 def test_core_imports_no_plugin_module_at_module_level():
     core = [m for m in MODULES if not _is_plugin(m)]
-    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m in core for imp in IMPORTS[m]
+    bad = [f"{MODULES[m].relative_to(REPO)}:{imp.line} imports {imp.target}" for m in core for imp in IMPORTS[m]
            if imp.top_level and _is_plugin(imp.target) and imp.target not in PLUGIN_DIRS.values()]
     assert not bad
 
@@ -241,7 +242,7 @@ def test_layers_import_only_downwards():
 
 
 def test_the_folder_contract_imports_only_the_core():
-    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}"
+    bad = [f"{MODULES[m].relative_to(REPO)}:{imp.line} imports {imp.target}"
            for m, imp in _ssmbench_imports(_under("ssmbench.data.folder"))
            if imp.target not in CORE and not _is(imp.target, "ssmbench.data.folder")]
     assert not bad
@@ -251,7 +252,7 @@ def test_the_reader_imports_neither_the_builder_nor_the_hub():
     read = _under("ssmbench.data.read")
     assert {"ssmbench.data.read.loader", "ssmbench.data.read.streaming"} <= set(read)
     assert not _violations(read, ("ssmbench.data.make", "ssmbench.data.hub"))
-    bad = [f"{MODULES[m].relative_to(ROOT)}:{imp.line} imports {imp.target}" for m, imp in _ssmbench_imports(read)
+    bad = [f"{MODULES[m].relative_to(REPO)}:{imp.line} imports {imp.target}" for m, imp in _ssmbench_imports(read)
            if imp.target not in CORE and not _is(imp.target, "ssmbench.data.read")
            and not _is(imp.target, "ssmbench.data.folder")]
     assert not bad
@@ -285,7 +286,7 @@ def _harness_breaches(imports: dict[str, list[Import]]) -> list[str]:
                 continue
             there = _room(imp.target)
             if there != here and _floor(there) >= _floor(here):
-                bad.append(f"{MODULES[m].relative_to(ROOT)}:{imp.line} ({here or 'top'}) imports {imp.target} "
+                bad.append(f"{MODULES[m].relative_to(REPO)}:{imp.line} ({here or 'top'}) imports {imp.target} "
                            f"({there or 'top'})")
     return bad
 
@@ -297,7 +298,7 @@ def test_the_harness_is_in_floors_that_import_downwards():
 
 
 def test_the_harness_top_holds_few_modules():
-    top = sorted(p.name for p in (ROOT / "ssmbench/harness").glob("*.py"))
+    top = sorted(p.name for p in (REPO / "ssmbench/harness").glob("*.py"))
     assert "__init__.py" in top and len(top) <= MAX_TOP_MODULES, top
 
 

@@ -9,16 +9,15 @@ asks for the golden file to be regenerated (`python tests/golden/regenerate.py T
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ssmbench.registry import get_task, tasks
 from ssmbench.task_config import from_plain
-from support import load_file
+from support import TESTS, load_file
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = TESTS / "golden"
 regen = load_file(GOLDEN / "regenerate.py", "golden_regenerate")
 
 

@@ -28,17 +28,12 @@ import torch
 import ssmbench
 from ssmbench.harness.evaluation import resume
 from ssmbench.harness.results.run_folder import RunFolderBusy, _process_start, run_lock
-from support import dead_pid, wait_for
+from support import dead_pid, run_main, wait_for
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "train.log_every": 1, "eval.val_samples": 8, "eval.test_samples": 8, "eval.metric_batch_size": 4,
         "data.workers": 0}
 CEILING = 600  # seconds to wait for another process's file: generous, never a sleep
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ssmbench", *args], capture_output=True, text=True, timeout=900,
-                          cwd=cwd or tempfile.gettempdir(), env={**os.environ, "PYTHONSAFEPATH": "1"})
 
 
 def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
@@ -135,11 +130,11 @@ def test_a_second_writer_is_refused_and_a_run_killed_before_its_first_checkpoint
     try:
         wait_for(run / "config.json", a)  # written under A's lock
         # (each command below would finish quickly if it were let in: no test waits on an endless run)
-        line = one_line_error(cli("eval", "--resume", str(run), "-o", "train.steps=4"),
+        line = one_line_error(run_main("eval", "--resume", str(run), "-o", "train.steps=4"),
                               f"pid {a.pid} on {socket.gethostname()}")
         assert "being written by another process" in line
-        one_line_error(cli(*tiny_args(run)), f"pid {a.pid}")
-        one_line_error(cli("eval", "--resume", str(run), "--model", "s4", "--task", "shift"), "--model",
+        one_line_error(run_main(*tiny_args(run)), f"pid {a.pid}")
+        one_line_error(run_main("eval", "--resume", str(run), "--model", "s4", "--task", "shift"), "--model",
                        "not with --resume")
         assert a.poll() is None  # still training: nothing above stopped or joined it
     finally:
@@ -150,7 +145,7 @@ def test_a_second_writer_is_refused_and_a_run_killed_before_its_first_checkpoint
     with open(run / "metrics.jsonl", "a") as log:  # a loss line of the killed attempt (its log_every kept it quiet)
         log.write(json.dumps({"step": 7, "split": "train", "loss": 1.0}) + "\n")
 
-    again = cli("eval", "--resume", str(run), "-o", "train.steps=4")
+    again = run_main("eval", "--resume", str(run), "-o", "train.steps=4")
     assert again.returncode == 0, again.stderr
     assert f"named pid {a.pid}" in again.stderr and "no longer runs" in again.stderr
     assert "starting it again from step 0" in again.stderr and "Traceback" not in again.stderr
@@ -193,7 +188,7 @@ def test_a_run_killed_with_sigkill_resumes_at_once(tmp_path):
         stale = run / "checkpoints" / "last.pt.tmp.0123456789abcdef"
         stale.write_bytes(b"half a checkpoint")  # what a kill during torch.save leaves
         reached = torch.load(run / "checkpoints" / "last.pt", weights_only=True)["state"]["step"]
-        again = cli("eval", "--resume", str(run), "-o", f"train.steps={reached + 2}", "-o", "data.workers=2")
+        again = run_main("eval", "--resume", str(run), "-o", f"train.steps={reached + 2}", "-o", "data.workers=2")
     finally:
         if a.poll() is None:
             a.kill()
@@ -226,14 +221,14 @@ def finished(tmp_path_factory) -> Path:
     (["--log-samples"], "--log-samples"),
 ])
 def test_resume_with_a_run_defining_option_is_a_usage_error(finished, args, named):
-    first = one_line_error(cli("eval", "--resume", str(finished), *args), named)
+    first = one_line_error(run_main("eval", "--resume", str(finished), *args), named)
     assert "--resume" in first and ("its own config" in first or "cannot change on --resume" in first)
 
 
 def test_resume_takes_the_options_the_readme_allows(finished):
     """-o train.steps, --time-limit, --device, -q, -o data.workers pass the option check: the refusal is the finished
     run's own ("already finished"), not an option's."""
-    result = cli("eval", "--resume", str(finished), "-o", "train.steps=4", "--time-limit", "1h", "--device", "cpu",
+    result = run_main("eval", "--resume", str(finished), "-o", "train.steps=4", "--time-limit", "1h", "--device", "cpu",
                  "-q", "-o", "data.workers=1", "-o", "hardware.threads=1")
     one_line_error(result, "has already finished (4 steps)")
 
@@ -246,10 +241,10 @@ def test_resume_never_cuts_a_run_below_the_step_it_reached(finished, tmp_path):
     stopped = tmp_path / "stopped"
     shutil.copytree(finished, stopped)
     (stopped / "metrics.json").unlink()
-    first = one_line_error(cli("eval", "--resume", str(stopped), "-o", "train.steps=2"), "train.steps")
+    first = one_line_error(run_main("eval", "--resume", str(stopped), "-o", "train.steps=2"), "train.steps")
     assert "below the step" in first and "(4)" in first
     assert not (stopped / "metrics.json").exists()
-    done = cli("eval", "--resume", str(stopped), "-o", "train.steps=4", "-q")
+    done = run_main("eval", "--resume", str(stopped), "-o", "train.steps=4", "-q")
     assert done.returncode == 0, done.stderr
     assert json.loads((stopped / "metrics.json").read_text())["steps"] == 4
 
@@ -262,7 +257,7 @@ def test_a_suite_restarts_a_task_folder_that_saved_no_step(tmp_path):
     args = ["eval", "--model", "dlr", "--task", "shift,cumsum", "--out", str(tmp_path / "suite")]  # progress lines
     for key, value in TINY.items():
         args += ["-o", f"{key}={value}"]
-    first = cli(*args)
+    first = run_main(*args)
     assert first.returncode == 0, first.stderr
     task = tmp_path / "suite" / "cumsum"
     scores = json.loads((task / "metrics.json").read_text())["test"]
@@ -272,7 +267,7 @@ def test_a_suite_restarts_a_task_folder_that_saved_no_step(tmp_path):
     (task / "metrics.jsonl").write_text(json.dumps({"step": 1, "split": "train", "loss": 1.0}) + "\n")
     (task / ".lock").write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
 
-    again = cli(*args)
+    again = run_main(*args)
     assert again.returncode == 0, again.stderr
     assert "cumsum: starting again (it saved no step before it stopped)" in again.stderr
     assert "starting it again from step 0" in again.stderr
@@ -286,11 +281,11 @@ def test_a_suite_restarts_a_task_folder_that_saved_no_step(tmp_path):
     config = json.loads((task / "config.json").read_text())
     config["train"]["lr"] = 0.5
     (task / "config.json").write_text(json.dumps(config))
-    one_line_error(cli(*args, "-q"), f"{task} holds another run that saved no step (train.lr: 0.5 there, 0.0001 here)")
+    one_line_error(run_main(*args, "-q"), f"{task} holds another run that saved no step (train.lr: 0.5 there, 0.0001 here)")
 
 
 def test_an_out_folder_holding_a_saved_run_is_still_refused(finished, tmp_path):
-    one_line_error(cli(*tiny_args(finished)), "already holds a run")
+    one_line_error(run_main(*tiny_args(finished)), "already holds a run")
     with pytest.raises(ssmbench.errors.ConfigError, match="already holds a run"):
         ssmbench.evaluate("dlr", "cumsum", overrides=TINY, out=finished, quiet=True)
 

@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,14 +13,15 @@ import pytest
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.config.run_config import RunConfig
 from ssmbench.task_config import from_plain, rebase, resolve, resolve_config, to_plain
+from support import run_main
 
 OVERRIDE = {"num_distractors": "3"}
 
 
 def ssmbench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("ssmbench")
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "SSMBENCH_DATA": str(cwd / "data")}
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+    """`ssmbench ARGS` in `cwd` with the data root `cwd/data`, in this process (the command line's resolution is
+    what counts, not its process)."""
+    return run_main(*args, cwd=cwd, env={"SSMBENCH_DATA": str(cwd / "data")})
 
 
 @pytest.mark.parametrize("size", [100, 200, 384])

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import doctest
 import importlib
-from pathlib import Path
 
 import pytest
 
 from ssmbench.generators import BUILTIN as TASKS
 from ssmbench.reference_models import BUILTIN as MODELS
+from support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"ssmbench": "ssmbench", "generators": "ssmbench.generators", "evaluators": "ssmbench.evaluators",
            "reference_models": "ssmbench.reference_models"}
 
@@ -25,8 +24,8 @@ FOLDERS = {"ssmbench": "ssmbench", "generators": "ssmbench.generators", "evaluat
 def modules_with_examples() -> list[str]:
     found = []
     for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = list(path.relative_to(REPO / folder).with_suffix("").parts)
             if parts[-1] == "__main__" or ">>>" not in path.read_text():
                 continue
             if parts[-1] == "__init__":

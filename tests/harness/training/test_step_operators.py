@@ -15,6 +15,9 @@ ADDED = {  # operator: times per step, and why
 }
 
 
+# Slow (25 s on 2 cores): the torch profiler records four whole runs (start-up, scoring and plots included) and two
+# bare loops. It guards the per-step cost on a GPU, which no CPU test would notice; CI runs it (`pytest -m slow`).
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["dlr"])
 def test_the_harness_adds_only_the_batch_hand_over_and_the_loss_sum_to_a_step(model):
     harness, bare = load_file(REPO / "benchmarks" / "harness" / "step_ops.py").step_operators(model, length=32)

@@ -30,8 +30,8 @@ from ssmbench.harness.evaluation import resume
 from ssmbench.harness.feed.folder_feed import FolderSteps
 from ssmbench.harness.scoring import score_checkpoint
 from ssmbench.task_config import resolve_config
+from support import run_main
 
-TESTS = Path(__file__).resolve().parents[1]
 TINY = {"model.d_model": 8, "model.n_layers": 1, "model.d_state": 16, "train.steps": 20, "train.warmup_steps": 2,
         "train.eval_every": 10, "train.log_every": 1, "train.batch_size": 4, "eval.test_samples": 8,
         "eval.batch_size": 4, "eval.metric_batch_size": 4, "data.workers": 0}
@@ -179,6 +179,8 @@ def test_resumed_folder_run_sees_the_batches_of_an_uninterrupted_one(pathfinder,
     assert losses(part.run_dir) == losses(full.run_dir) and len(losses(full.run_dir)) == 14
 
 
+# Slow (7 s): torchrun's two ranks each import torch; with tests/harness/runtime/test_ddp.py in `pytest -m slow`.
+@pytest.mark.slow
 def test_checkpoint_scoring_on_two_ranks_counts_every_folder_sample_once(pathfinder_run, tmp_path):
     ckpt = pathfinder_run.run_dir / "checkpoints" / "best.pt"
     one = score_checkpoint(ckpt, "val", out=tmp_path / "one", quiet=True).metrics["val"]
@@ -197,12 +199,8 @@ def test_checkpoint_scoring_on_two_ranks_counts_every_folder_sample_once(pathfin
 
 # ------------------------------------------------------------------------------------------------------ refusals
 def ssmbench_cli(*args: str, data_root: Path | None = None) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("ssmbench")
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(TESTS)}
-    if data_root is not None:
-        env["SSMBENCH_DATA"] = str(data_root)
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=900,
-                          cwd=tempfile.gettempdir())
+    """`ssmbench ARGS` in this process, with `data_root` as $SSMBENCH_DATA."""
+    return run_main(*args, env={"SSMBENCH_DATA": str(data_root)} if data_root is not None else None)
 
 
 def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:

@@ -31,6 +31,7 @@ from ssmbench.data.make.generate import generate_dataset
 from ssmbench.errors import SsmbenchError
 from ssmbench.seeding import keys_for
 from ssmbench.task_config import resolve_config
+from support import REPO
 
 LISTOPS = ["min_length=10", "max_length=30", "max_depth=3", "max_args=4"]
 """Tiny ListOps-Subtrees: 100 distinct samples need candidates up to index 181, past the first 164 (n + 64)."""
@@ -232,7 +233,9 @@ def test_a_temporary_deleted_under_a_writer_is_written_again(tmp_path, monkeypat
 
 # --- 3. Ctrl-C and parent death ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("workers, sig", [("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGTERM)],
+# One worker (3 s) is slow, in CI's `pytest -m slow`: two workers take the same path and the workers' one too.
+@pytest.mark.parametrize("workers, sig", [pytest.param("1", signal.SIGINT, marks=pytest.mark.slow),
+                                          ("2", signal.SIGINT), ("2", signal.SIGTERM)],
                          ids=["1-SIGINT", "2-SIGINT", "2-SIGTERM"])
 def test_ctrl_c_stops_with_one_line_and_130_and_the_same_command_continues(tmp_path, workers, sig, cli):
     """Also SIGTERM (a scheduler's or `kill`'s): the same line and status as Ctrl-C, as `ssmbench get` (it exited 143
@@ -484,7 +487,7 @@ def test_the_test_command_needs_no_svml_variable(tmp_path):
     tests/conftest.py sets it before any test module imports Numba, so a module that imports Numba first (as
     tests/generators/test_pathfinder.py does) compiles without SVML (which changes the golden bytes where `icc_rt`
     is installed)."""
-    root = Path(__file__).resolve().parents[2]
+    root = REPO
     probe = tmp_path / "test_numba_first.py"
     probe.write_text("import numba\n\n\ndef test_no_svml():\n    assert numba.config.DISABLE_INTEL_SVML == 1\n"
                      "    assert not numba.config.USING_SVML\n")

@@ -57,7 +57,7 @@ def test_large_batches_travel_in_one_shared_tensor(pathfinder, listops, transfor
     from multiprocessing.reduction import ForkingPickler
 
     monkeypatch.setattr(columns, "PIPE_BYTES", 0)  # every batch is "large" (forked workers inherit this)
-    monkeypatch.setattr(ring, "MIN_BATCH_BYTES", 1 << 40)  # and none goes through a ring (tests/data/test_ring.py)
+    monkeypatch.setattr(ring, "MIN_BATCH_BYTES", 1 << 40)  # and none goes through a ring (tests/data/read/test_ring.py)
     for folder, fields in ((pathfinder, ("label", "tips")), (listops, ("node_height",))):
         ds = open_dataset(folder, "train", transform=transform, fields=fields)
         order = ShardAwareSampler(ds, seed=2, rank=0, world_size=1).indices().tolist()

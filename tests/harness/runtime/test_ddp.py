@@ -40,17 +40,23 @@ def runs(tmp_path_factory):
     return root
 
 
+# The three tests on `runs` are slow (30 s on 2 cores): torchrun starts two ranks that each import torch and train,
+# twice. They guard DDP (one rank's report, equal losses, identical scores of a sharded evaluation); CI runs them
+# (`pytest -m slow`). The process group's clean exit stays in the default run.
+@pytest.mark.slow
 def test_only_rank_0_reports(runs):
     lines = (runs / "two.stdout").read_text().splitlines()
     assert len([line for line in lines if line.startswith(str(runs / "two"))]) == 1
 
 
+@pytest.mark.slow
 def test_two_ranks_train_like_one(runs):
     one, two = losses(runs / "one"), losses(runs / "two")
     assert len(one) == len(two) == 6
     assert one == pytest.approx(two, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_scoring_a_checkpoint_on_two_ranks_gives_identical_metrics(runs):
     ckpt = str(runs / "one" / "checkpoints" / "best.pt")
     a = json.loads(launch(1, "eval", "--checkpoint", ckpt, "--split", "test", "--out", str(runs / "s1"),

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import REPO
+
 SCRIPT = "from ssmbench import open_dataset\nprint('imported', open_dataset.__module__)\n"
 
 
 def _backend():
-    spec = importlib.util.spec_from_file_location("ssmbench_build", ROOT / ".ci" / "ssmbench_build.py")
+    spec = importlib.util.spec_from_file_location("ssmbench_build", REPO / ".ci" / "ssmbench_build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -73,7 +74,7 @@ def test_the_guard_lets_a_script_beside_the_clone_import_ssmbench(code, tmp_path
     assert plain.returncode != 0, plain.stdout  # the clone's folder shadows the installed package
     assert "cannot import name 'open_dataset' from 'ssmbench' (unknown location)" in plain.stderr, plain.stderr
     assert "cannot import name 'open_dataset' from 'ssmbench' (unknown location)" in " ".join(
-        (ROOT / "docs" / "testing.md").read_text().split())
+        (REPO / "docs" / "testing.md").read_text().split())
     boot = (f"import sys; sys.path.append({str(site)!r}); import _ssmbench_editable_guard, runpy; "
             "runpy.run_path('script.py', run_name='__main__')")
     guarded = _run(code, "script.py") if _guard_installed() else _run(code, "-c", boot)

@@ -22,6 +22,7 @@ import torch
 
 from ssmbench import DatasetError, open_dataset
 from ssmbench.data.read.loader import EvalShardSampler, ShardAwareSampler
+from support import REPO
 
 
 def _raw(folder: Path, split: str) -> dict[str, np.ndarray]:
@@ -281,7 +282,7 @@ def test_the_readme_loader_snippet_runs_as_written(pathfinder, tmp_path):
     """The README's "Loading a dataset folder in PyTorch" block, run unchanged in a fresh process (two DataLoader
     workers, three epochs, the eval sampler) with its `data/pathfinder-128` a tiny Pathfinder folder: every name it
     uses is defined (it used `rank` and `world_size` without defining them)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     section = readme.split("## Loading a dataset folder in PyTorch", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert 'open_dataset("data/pathfinder-128"' in code

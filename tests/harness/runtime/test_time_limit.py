@@ -34,6 +34,7 @@ from ssmbench.harness.runtime.time_limit import (
     parse_duration,
 )
 from ssmbench.harness.suites import SuiteTimeLimit, run_suite, suite_dir
+from support import run_main
 
 IMPORTED_AT = time.monotonic()
 """When this module was imported: after this process started (pytest's and torch's imports lie between)."""
@@ -321,7 +322,7 @@ def test_a_suite_does_not_start_a_task_without_time_for_it(tmp_path):
 
 def test_cli_bad_duration_is_one_line_and_exit_2(tmp_path):
     for args in (["--time-limit", "5x"], ["--time-limit", "0"], ["-o", "train.time_limit=soon"]):
-        result = ssmbench_cli(tmp_path, "eval", "--task", "cumsum", *args, "-q")
+        result = run_main("eval", "--task", "cumsum", *args, "-q", cwd=tmp_path)
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
         assert "time_limit" in result.stderr or "--time-limit" in result.stderr
@@ -346,7 +347,7 @@ def test_cli_time_limit_exits_75_and_resume_finishes(tmp_path):
     run_dir = tmp_path / "run"
     assert out["step"] == 0 and (run_dir / "config.json").exists()
     assert not (run_dir / "checkpoints" / "last.pt").exists() and not (run_dir / "metrics.json").exists()
-    done = ssmbench_cli(tmp_path, "eval", "--resume", "run", "-o", "train.steps=2", "-q", "--time-limit", "1h")
+    done = run_main("eval", "--resume", "run", "-o", "train.steps=2", "-q", "--time-limit", "1h", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads((run_dir / "metrics.json").read_text())["steps"] == 2
 
@@ -354,7 +355,7 @@ def test_cli_time_limit_exits_75_and_resume_finishes(tmp_path):
 def test_cli_suite_stops_and_the_same_command_continues(tmp_path):
     """A suite with a limit already (nearly) spent starts no task: exit 75 and the command to re-run; the same
     command without the limit finds the same suite folder (the limit, here given as -o, is not part of it) and runs
-    the tasks."""
+    the tasks (in this process: the re-run command is the stopped process's own argv, the rest is not)."""
     suite = ["eval", "--model", "dlr", "--task", "shift,cumsum", *CLI_TINY, "-o", "train.steps=4"]
     stopped = ssmbench_cli(tmp_path, *suite, "-o", "train.time_limit=2s")
     assert stopped.returncode == 75, stopped.stderr
@@ -363,7 +364,7 @@ def test_cli_suite_stops_and_the_same_command_continues(tmp_path):
     assert "continue with: ssmbench eval --model dlr --task shift,cumsum" in line
     folders = list((tmp_path / "runs").iterdir())
     assert len(folders) == 1 and not (folders[0] / "shift").exists()
-    done = ssmbench_cli(tmp_path, *suite)
+    done = run_main(*suite, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "runs").iterdir()) == folders
     assert (folders[0] / "shift" / "metrics.json").exists() and (folders[0] / "cumsum" / "metrics.json").exists()

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from ssmbench.cli import cli
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import REPO
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -98,7 +97,7 @@ def test_config_options_as_flags_and_dry_run(tmp_path):
 
 def test_readme_quickstart_runs(tmp_path):
     """Every `ssmbench ...` line in the README's quickstart block runs and exits 0."""
-    text = (ROOT / "README.md").read_text()
+    text = (REPO / "README.md").read_text()
     block = text.split("<!-- quickstart -->", 1)[1].split("```", 2)[1]
     commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip().startswith("ssmbench ")]
     assert commands, "README quickstart block has no ssmbench commands"

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from support import REPO, load_file
 
 paper_table = load_file(REPO / "benchmarks" / "paper" / "paper_table.py", "paper_table")
@@ -71,6 +73,9 @@ def test_table_marks_unrun_cells_and_averages_seeds(tmp_path):
     assert sum("not run" in r for r in rows) == len({c.name.rsplit("-s", 1)[0] for c in grid.CELLS}) - 1
 
 
+# Slow (15 s): the grid script runs three times, training two tiny cells in processes of their own. It guards the
+# order, the skipping of committed cells and the refusal of --tiny results; CI runs it (`pytest -m slow`).
+@pytest.mark.slow
 def test_grid_runs_in_order_skips_finished_cells_and_refuses_tiny_runs_in_the_results(tmp_path):
     results, runs = tmp_path / "results", tmp_path / "runs"
     base = [sys.executable, str(GRID), "--device", "cpu", "--workers", "0", "--tiny", "--only", "1",

@@ -14,6 +14,7 @@ import pytest
 
 import ssmbench
 from ssmbench.errors import ConfigError
+from support import run_main
 
 TINY = {"L": 32, "model.d_model": 8, "model.d_state": 32, "train.steps": 4, "train.eval_every": 2,
         "eval.val_samples": 8, "eval.test_samples": 12, "eval.metric_batch_size": 4, "data.workers": 0}
@@ -43,7 +44,7 @@ def one_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
     (["--model", "json:dumpz"], "has no attribute 'dumpz'; did you mean 'dump'?"),
 ])
 def test_bad_values_are_one_line_naming_key_value_and_type(tmp_path, args, fragment):
-    one_line(ssmbench_cli(tmp_path, "eval", *CLI_TINY, *args), fragment)
+    one_line(run_main("eval", *CLI_TINY, *args, cwd=tmp_path), fragment)
 
 
 def test_a_plugin_module_in_the_working_folder_is_found_and_a_misspelt_one_named(tmp_path):
@@ -89,7 +90,7 @@ def test_a_run_that_cannot_fit_is_refused_before_its_folder_exists(tmp_path, mon
 
 
 def test_seeds_run_one_folder_each_and_compare_averages_them(tmp_path):
-    result = ssmbench_cli(tmp_path, "eval", "--model", "dlr", *CLI_TINY, "--seeds", "0,1,2", "--json")
+    result = run_main("eval", "--model", "dlr", *CLI_TINY, "--seeds", "0,1,2", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert [Path(r).name for r in out["runs"]] == ["cumsum-seed0", "cumsum-seed1", "cumsum-seed2"]

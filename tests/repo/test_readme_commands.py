@@ -16,16 +16,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from ssmbench.cli import cli
+from support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+README = REPO / "README.md"
 MAX_LINES = 450
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)

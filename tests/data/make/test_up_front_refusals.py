@@ -1,36 +1,15 @@
 """Requests that cannot work are refused before any slow work, in one line (plus a hint), without a traceback
 (issue 26, "Slow or misleading messages"): a build larger than the free disk space, a Pathfinder image smaller than
-the paths it must hold, a dataset folder that does not exist, and scored splits smaller than one virtual batch of
-the per-batch metrics."""
+the paths it must hold, a dataset folder that does not exist. (Scored splits smaller than one virtual batch of the
+per-batch metrics: tests/harness/test_eval_up_front.py.)"""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from ssmbench.errors import ConfigError
 from ssmbench.registry import get_task
-
-
-def cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ssmbench", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**os.environ, "PYTHONSAFEPATH": "1"})
-
-
-def refused(result: subprocess.CompletedProcess, code: int, *fragments: str) -> str:
-    """The first stderr line of a refusal with exit status `code` (at most a hint line after it)."""
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == code, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr and 1 <= len(lines) <= 2, result.stderr
-    assert len(lines) == 1 or lines[1].startswith("hint: "), result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, (fragment, result.stderr)
-    return lines[0]
-
+from support import cli, refused
 
 # ------------------------------------------------------------------------------------------ free disk space
 
@@ -123,42 +102,3 @@ def test_verify_of_a_missing_folder_says_it_does_not_exist(tmp_path):
     refused(cli("verify", str(tmp_path / "shift-521")), 2, f"did you mean {tmp_path / 'shift-512'}?")
     (tmp_path / "empty").mkdir()
     refused(cli("verify", str(tmp_path / "empty")), 2, "manifest.json not found")
-
-
-# ----------------------------------------------------------------------------- per-batch metrics of eval
-
-
-def test_eval_refuses_fewer_scored_samples_than_one_metric_batch(tmp_path):
-    """`macro_f1_batchavg nan` (every virtual batch incomplete and dropped) is refused before the run starts:
-    one line naming both values and the fix; no run folder."""
-    out = tmp_path / "run"
-    args = ["eval", "--model", "dlr", "--task", "cumsum", "-o", "L=32", "-o", "model.d_model=8", "-o",
-            "train.steps=2", "-o", "data.workers=0", "-q", "--out", str(out)]
-    line = refused(cli(*args, "-o", "eval.val_samples=8"), 2,
-                   "hint: pass -o eval.metric_batch_size=8 (or less), or -o eval.val_samples=16 (or more)")
-    assert line == ("invalid option: eval.metric_batch_size: 16 is more than the 8 val samples scored "
-                    "(eval.val_samples = 8): no complete virtual batch, so every per-batch metric (*_batchavg) "
-                    "would read nan")
-    refused(cli(*args, "-o", "eval.test_samples=5", "-o", "eval.metric_batch_size=6"), 2,
-            "6 is more than the 5 test samples scored (eval.test_samples = 5)")
-    assert not out.exists()
-
-
-def test_a_folder_with_fewer_samples_than_one_metric_batch_is_refused(tmp_path):
-    """A folder task scores min(eval.val_samples, the split's samples): a folder holding 4 val samples under the
-    quick preset's metric batch of 16 is refused naming the folder; a metric batch of 4 runs."""
-    from ssmbench.data.make.generate import generate_dataset
-    from ssmbench.harness.config.resolver import resolve_run
-    from support import tiny_config
-
-    folder = generate_dataset("pathfinder", tiny_config("pathfinder"), out=tmp_path, n=12,
-                              split={"train": 4, "val": 4, "test": 4}, quiet=True).path
-    with pytest.raises(ConfigError) as caught:
-        resolve_run("dlr", "pathfinder", data=folder)
-    assert str(caught.value) == (f"eval.metric_batch_size: 16 is more than the 4 val samples scored (all 4 of "
-                                 f"{folder}): no complete virtual batch, so every per-batch metric (*_batchavg) "
-                                 "would read nan")
-    assert caught.value.hint == ("pass -o eval.metric_batch_size=4 (or less), or use a folder with at least 16 val "
-                                 "samples")
-    cfg = resolve_run("dlr", "pathfinder", data=folder, overrides={"eval.metric_batch_size": 4})
-    assert cfg.eval.metric_batch_size == 4

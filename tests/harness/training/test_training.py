@@ -24,6 +24,12 @@ def tiny(tmp_path, name="run", task="cumsum", model="dlr", **extra):
     return ssmbench.evaluate(model, task, overrides={**TINY, **extra}, out=tmp_path / name, quiet=True)
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One finished tiny run (DLR on cumsum, TINY) that the tests below read and never change: built once."""
+    return tiny(tmp_path_factory.mktemp("runs"))
+
+
 def test_dlr_learns_cumsum_on_cpu(tmp_path):
     """The CI bar of the quick protocol: DLR reaches R² > 0.95 on cumsum at L = 128 in at most 300 steps
     (about 10 s on 2 idle cores; timing targets live in benchmarks/harness/overhead.py, not here)."""
@@ -35,9 +41,8 @@ def test_dlr_learns_cumsum_on_cpu(tmp_path):
     assert r.metrics["val"]["r2_batchavg"] > 0.9
 
 
-def test_run_folder_contents(tmp_path):
-    r = tiny(tmp_path)
-    run = r.run_dir
+def test_run_folder_contents(finished):
+    run = finished.run_dir
     for name in ("config.json", "metrics.jsonl", "metrics.json", "checkpoints/last.pt", "checkpoints/best.pt",
                  "plots/learning_curves.png"):
         assert (run / name).exists(), name
@@ -54,8 +59,8 @@ def test_run_folder_contents(tmp_path):
     assert best["state"]["step"] == metrics["best_step"]
 
 
-def test_config_json_reruns_exactly(tmp_path):
-    a = tiny(tmp_path, "a")
+def test_config_json_reruns_exactly(finished, tmp_path):
+    a = finished
     config = RunConfig.from_json(json.loads((a.run_dir / "config.json").read_text()))
     b = ssmbench.evaluate(config=config, out=tmp_path / "b", quiet=True)
     assert a.metrics["test"] == b.metrics["test"]
@@ -65,8 +70,8 @@ def _weights(run_dir, name="last.pt"):
     return torch.load(run_dir / "checkpoints" / name, weights_only=True)["model"]
 
 
-def test_resume_gives_the_same_weights_as_one_run(tmp_path):
-    full = tiny(tmp_path, "full")
+def test_resume_gives_the_same_weights_as_one_run(finished, tmp_path):
+    full = finished
     part = tiny(tmp_path, "part", **{"train.steps": 6})
     resume(part.run_dir, {"train.steps": 12}, quiet=True)
     a, b = _weights(full.run_dir), _weights(part.run_dir)
@@ -79,8 +84,8 @@ def test_resume_gives_the_same_weights_as_one_run(tmp_path):
            [(r["step"], r["split"], r.get("loss")) for r in full_log]
 
 
-def test_resume_refuses_finished_and_foreign_runs(tmp_path):
-    r = tiny(tmp_path)
+def test_resume_refuses_finished_and_foreign_runs(finished, tmp_path):
+    r = finished
     with pytest.raises(ConfigError, match="already finished"):
         resume(r.run_dir)
     (tmp_path / "foreign").mkdir()
@@ -90,8 +95,8 @@ def test_resume_refuses_finished_and_foreign_runs(tmp_path):
         resume(r.run_dir, {"train.lr": 1})
 
 
-def test_score_checkpoint_reproduces_the_run_and_refuses_other_tasks(tmp_path):
-    r = tiny(tmp_path)
+def test_score_checkpoint_reproduces_the_run_and_refuses_other_tasks(finished, tmp_path):
+    r = finished
     scored = score_checkpoint(r.run_dir / "checkpoints" / "best.pt", "test", out=tmp_path / "score", quiet=True)
     assert scored.metrics["test"] == r.metrics["test"]
     assert (tmp_path / "score" / "metrics.json").exists()
