@@ -1,4 +1,4 @@
-"""The evaluation harness, by purpose; imports go one way, top to bottom (tests/test_import_rules.py):
+"""The evaluation harness, by purpose; imports go one way, top to bottom (tests/repo/test_import_rules.py):
 
 - entry points, here: `evaluation` (`ssmbench.evaluate`, resume, train-and-score), `scoring` (`--checkpoint`),
   `length_sweep` (`--lengths`), `suites` (several tasks in one folder), `dispatch` (what an eval command does);
