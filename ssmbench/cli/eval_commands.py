@@ -119,6 +119,9 @@ class GroupsHelp(click.Option):
 @click.option("--log-samples", is_flag=True, help="Also write the test split's per-sample predictions to "
               "RUN/predictions/test.npz (-o eval.log_samples=true).")
 @click.option("--force", is_flag=True, help="Train even when the estimated peak memory exceeds the free memory.")
+@click.option("--no-pack", "no_pack", is_flag=True, help="A suite trains its runs one by one, not as packs (runs "
+              "sharing an architecture and shapes, e.g. --seeds, train as one stacked model by default; the "
+              "results are the same).")
 @click.option("--allow-noncausal", is_flag=True, help="Run a mixer declaring causal = False on a causal task "
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
@@ -339,7 +342,8 @@ def _request_parts(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -
                            allow_noncausal=given["allow_noncausal"], evaluator=evaluator or "train_eval", split=split)
     options = RunOptions(device=given["device"], precision=given["precision"], compile=given["compile_"],
                          data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
-                         logger=given["logger"], force=given["force"], time_limit=deadline)
+                         logger=given["logger"], force=given["force"], time_limit=deadline,
+                         pack=not given["no_pack"])
     return {"model": given["model"], "selector": TaskSelector(given["task"], given["length"], given["size"]),
             "settings": settings, "options": options, "resume_dir": given["resume_dir"], "checkpoint": checkpoint,
             "lengths": lengths}

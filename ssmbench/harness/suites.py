@@ -17,17 +17,18 @@ suite.json records no path, so a suite folder copied elsewhere continues there w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config import config_sha256
 from ..errors import SsmbenchError
 from .config.task_groups import expand_tasks
-from .runtime.time_limit import Deadline, TimeLimitReached, as_deadline
+from .runtime.time_limit import Deadline, TimeLimitReached, as_deadline, scope
 
 
 class SuiteInterrupted(SsmbenchError):
@@ -51,14 +52,17 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
               preset: str = "quick", runs_root: str | Path = "runs", out: str | Path | None = None,
               settings: Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None, quiet: bool = False,
               report: Callable[[Any], None] | None = None,
-              time_limit: Deadline | float | str | None = None, **kwargs: Any) -> tuple[Path, list[Any]]:
+              time_limit: Deadline | float | str | None = None, packer: Any = None,
+              **kwargs: Any) -> tuple[Path, list[Any]]:
     """Run every task of `task_text` (with each of `seeds`, when given) in turn in one suite folder; returns
     (folder, results).
 
     `evaluate(model, task, preset, out=..., quiet=..., **kwargs)` and `resume(run_dir, quiet=..., force=...)` are
     `ssmbench.harness.evaluation`'s (passed in, so this module stays free of torch). `time_limit` (seconds, a
     DURATION or a `Deadline`; from Python it counts from this call) is shared by all the tasks: `SuiteTimeLimit`
-    (exit 75) when it stops one or leaves too little time to start the next.
+    (exit 75) when it stops one or leaves too little time to start the next. `packer` (a `packing.SuitePacker`)
+    trains the runs that can share one stacked model as packs (`training.pack_protocol`); without it every run
+    trains alone.
     """
     from .results.run_folder import RunFolder
 
@@ -78,43 +82,95 @@ def run_suite(model: str, task_text: str, evaluate: Callable[..., Any], resume: 
                                                 sort_keys=True, default=str))
     results: list[Any] = []
     durations: list[float] = []
+    labels = [name.replace(":", "_") + (f"-seed{seed}" if seed is not None else "") for name, seed in runs]
+    packs = _packs(packer, runs, labels, root, kwargs.get("logger"))
+    trained: dict[int, Any] = {}  # later members of a pack trained already: index -> result
     for i, (name, seed) in enumerate(runs):
-        label = name.replace(":", "_") + (f"-seed{seed}" if seed is not None else "")
+        label = labels[i]
         run = RunFolder(root / label)
-        _say(f"[{i}/{len(runs)} done] {label}: {_plan(run, durations, len(runs) - i)}", quiet)
-        start = time.time()
-        args = {**kwargs, **({"seed": seed} if seed is not None else {})}
-        done = f"suite {root}: {i}/{len(runs)} runs done"
-        if not run.finished and deadline is not None and not deadline.room_to_start():
-            raise SuiteTimeLimit(f"time limit reached before {label} ({max(0.0, deadline.left()):.0f} s left, too "
-                                 f"little to start it; {done})", "re-run the same command to continue the suite",
-                                 suite=root, limit=deadline.seconds, step=0, steps=None)
-        try:
-            if run.finished:
-                result = _finished(run)
-            elif run.last.exists():
-                result = resume(run.path, quiet=quiet, force=kwargs.get("force", False), **timed)
-            else:
-                result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args, **timed)
-        except (KeyboardInterrupt, SsmbenchError) as exc:
-            if isinstance(exc, TimeLimitReached):
-                raise SuiteTimeLimit(f"time limit reached after step {exc.step} of {exc.steps} of {label} ({done})",
-                                     "re-run the same command to continue the suite: finished runs are skipped and "
-                                     f"{label} resumes from its last.pt", run_dir=exc.run_dir, step=exc.step,
-                                     steps=exc.steps, suite=root, limit=deadline.seconds if deadline else exc.limit) \
-                    from None
-            if isinstance(exc, KeyboardInterrupt) or exc.exit_code == 130:
-                first = getattr(exc, "message", "interrupted")
-                raise SuiteInterrupted(f"{first} (suite {root}: {i}/{len(runs)} runs done)",
-                                       "re-run the same command to continue the suite: finished runs are skipped "
-                                       f"and {label} resumes from its last.pt") from None
-            raise
+        if i in trained:
+            result = trained.pop(i)
+        else:
+            members, group = packs.get(i, (None, None))
+            plan = _plan(run, durations, len(runs) - i) if not members else \
+                f"training {len(members)} runs as one pack ({', '.join(labels[j] for j in members)})"
+            _say(f"[{i}/{len(runs)} done] {label}: {plan}", quiet)
+            start = time.time()
+            args = {**kwargs, **({"seed": seed} if seed is not None else {})}
+            done = f"suite {root}: {i}/{len(runs)} runs done"
+            if not run.finished and deadline is not None and not deadline.room_to_start():
+                raise SuiteTimeLimit(f"time limit reached before {label} ({max(0.0, deadline.left()):.0f} s left, "
+                                     f"too little to start it; {done})", "re-run the same command to continue the "
+                                     "suite", suite=root, limit=deadline.seconds, step=0, steps=None)
+            with _suite_errors(root, label, done, deadline, len(members or [1])):
+                if members:
+                    with scope(deadline):
+                        outcomes = packer.run(group)
+                    result = _pack_results(members, outcomes, trained, time.time() - start)
+                elif run.finished:
+                    result = _finished(run)
+                elif run.last.exists():
+                    result = resume(run.path, quiet=quiet, force=kwargs.get("force", False), **timed)
+                else:
+                    result = evaluate(model, name, preset, out=run.path, quiet=quiet, **args, **timed)
         durations.append(float(result.metrics.get("wall_time_s") or (time.time() - start)))
         results.append(result)
         if report is not None:
             report(result)
     _say(f"[{len(runs)}/{len(runs)} done] suite folder: {root}", quiet)
     return root, results
+
+
+def _packs(packer: Any, runs: Sequence[tuple[str, int | None]], labels: Sequence[str], root: Path,
+           logger: str | None) -> dict[int, tuple[list[int], list[Any]]]:
+    """The suite's packs: index of a pack's first run -> (the indices of its runs, their `packing.Pending` runs as
+    the packer resolved them); runs that train alone are left out."""
+    if packer is None:
+        return {}
+    from .packing import Pending
+    from .results.run_folder import RunFolder
+
+    pending = [Pending(labels[i], name, seed, root / labels[i]) for i, (name, seed) in enumerate(runs)
+               if not RunFolder(root / labels[i]).finished]
+    packs = {}
+    for group in packer.group(pending, logger=logger):
+        if len(group) > 1:
+            indices = [labels.index(p.label) for p in group]
+            packs[indices[0]] = (indices, group)
+    return packs
+
+
+def _pack_results(members: Sequence[int], outcomes: Sequence[Any], trained: dict[int, Any], seconds: float) -> Any:
+    """The first member's result; the others' kept in `trained` for their turn; a member's own error (a
+    non-finite loss) raised once the others are saved."""
+    from ..errors import SsmbenchError
+
+    for i, outcome in zip(members, outcomes, strict=True):
+        if isinstance(outcome, SsmbenchError):
+            raise outcome
+        outcome.metrics.setdefault("wall_time_s", seconds / len(members))
+        trained[i] = outcome
+    return trained.pop(members[0])
+
+
+@contextlib.contextmanager
+def _suite_errors(root: Path, label: str, done: str, deadline: Deadline | None, n: int) -> Iterator[None]:
+    """A run's (or pack's) time limit and interruption as the suite's own (exit 75 / 130), naming what continues."""
+    try:
+        yield
+    except (KeyboardInterrupt, SsmbenchError) as exc:
+        which = label if n == 1 else f"{label} and its pack"
+        if isinstance(exc, TimeLimitReached):
+            raise SuiteTimeLimit(f"time limit reached after step {exc.step} of {exc.steps} of {which} ({done})",
+                                 "re-run the same command to continue the suite: finished runs are skipped and "
+                                 f"{which} resumes from its last.pt", run_dir=exc.run_dir, step=exc.step,
+                                 steps=exc.steps, suite=root, limit=deadline.seconds if deadline else exc.limit) \
+                from None
+        if isinstance(exc, KeyboardInterrupt) or exc.exit_code == 130:
+            first = getattr(exc, "message", "interrupted")
+            raise SuiteInterrupted(f"{first} ({done})", "re-run the same command to continue the suite: finished "
+                                   f"runs are skipped and {which} resumes from its last.pt") from None
+        raise
 
 
 COMMAND_ONLY_KEYS = ("train.time_limit",)

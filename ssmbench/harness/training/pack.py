@@ -85,6 +85,13 @@ class Pack:
     def parameters(self) -> list[torch.Tensor]:
         return list(self.params.values())
 
+    def store(self) -> None:
+        """Copy every member's slice back into its own model (before its validation or checkpoint)."""
+        with torch.no_grad():
+            for i, model in enumerate(self.members):
+                for name, t in [*model.named_parameters(), *model.named_buffers()]:
+                    t.copy_((self.params.get(name) if name in self.params else self.buffers[name])[i])
+
     def member_state(self, i: int) -> dict[str, torch.Tensor]:
         """Member i's weights as its single model's `state_dict` (what its checkpoints hold)."""
         state = {name: t[i].detach().clone() for name, t in {**self.params, **self.buffers}.items()}
@@ -160,6 +167,44 @@ class PackedAdamW:
                              "exp_avg_sq": torch.zeros_like(pack.params[name])} for name in self.hyper}
         self.steps = 0
 
+    def load(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
+        """Take each member's AdamW moments and step count (its single run's optimiser, restored from last.pt) into
+        the stack; members must be at the same step."""
+        steps = {_optimizer_step(opt) for opt in optimizers}
+        if len(steps) != 1:
+            raise ValueError(f"members are at different optimiser steps {sorted(steps)}: they do not pack")
+        self.steps = steps.pop()
+        if self.steps == 0:
+            return
+        for name, st in self.state.items():
+            for i, (model, opt) in enumerate(zip(self.pack.members, optimizers, strict=True)):
+                member = opt.state[dict(model.named_parameters())[name]]
+                st["exp_avg"][i].copy_(member["exp_avg"])
+                st["exp_avg_sq"][i].copy_(member["exp_avg_sq"])
+
+    def store(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
+        """Write each member's moments and step into its own torch AdamW, as its single run's optimiser would hold
+        them (what its last.pt and best.pt save)."""
+        for i, (model, opt) in enumerate(zip(self.pack.members, optimizers, strict=True)):
+            for name, param in model.named_parameters():
+                if name not in self.state:
+                    continue
+                st = self.state[name]
+                opt.state[param] = {"step": torch.tensor(float(self.steps)),  # torch's dtype: the default float
+                                    "exp_avg": st["exp_avg"][i].clone(), "exp_avg_sq": st["exp_avg_sq"][i].clone()}
+
+    @torch.no_grad()
+    def clip(self, max_norm: float) -> None:
+        """Each member's gradient clipped to `max_norm` by its own total norm (`clip_grad_norm_` per member)."""
+        grads = [self.pack.params[name].grad for name in self.hyper if self.pack.params[name].grad is not None]
+        if not grads:
+            return
+        per_tensor = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads])  # (P, N)
+        total = torch.linalg.vector_norm(per_tensor, dim=0)  # (N,): as clip_grad_norm_ computes it
+        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(_per_member(coef, g))
+
     def zero_grad(self) -> None:
         for name in self.hyper:
             self.pack.params[name].grad = None
@@ -185,6 +230,14 @@ class PackedAdamW:
             bias2_sqrt = torch.sqrt(1 - b2 ** t)
             denom = (st["exp_avg_sq"].sqrt() / _per_member(bias2_sqrt, param)).add_(_per_member(h["eps"], param))
             param.sub_(_per_member(lr / bias1, param) * st["exp_avg"] / denom)
+
+
+def _optimizer_step(opt: torch.optim.Optimizer) -> int:
+    """The step count of a torch AdamW (0 before its first step)."""
+    for st in opt.state.values():
+        if "step" in st:
+            return int(float(st["step"]))
+    return 0
 
 
 def _per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

@@ -37,45 +37,22 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     import torch
 
     from ..feed.batches import prefer_fork_safe_numba
-    from ..feed.folder_feed import probe_inputs
     from ..results.loggers import check_logger, make_logger
-    from ..results.plots import learning_curves
     from ..runtime import distributed as D
-    from ..runtime.threads import apply_threads
-    from .facts import model_facts
-    from .memory import check_batch_fits, check_fits
-    from .trainer import setup, train
+    from .trainer import train
 
     prefer_fork_safe_numba()
     check_logger(logger)
-    threads = apply_threads(config.hardware.threads, config.data.workers)
-    if config.hardware.threads is None:  # recorded: resumed with other workers or elsewhere, the same reductions
-        config = dataclasses.replace(config, hardware=dataclasses.replace(config.hardware,
-                                                                          threads=threads["threads"]))
+    config, threads = with_threads(config, config.data.workers)
     env = D.init_distributed(config.hardware.device)
-    spec = config.resolved_task.spec  # made by the resolver; the one Spec of this run
-    check_batch_fits(config, spec, env.device, env.world_size, force)  # shapes only: before anything runs the model
-    s = setup(config, env)  # refuses a causal-only mixer on a bidirectional task before it builds
-    facts = {**model_facts(s), **threads}  # before the folder exists: a refused model leaves nothing behind
-    facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
+    s, facts = preflight(config, env, force, threads)
     path = Path(out) if out else D.broadcast_object(default_run_dir(runs_root or "runs", config.task, config.model))
     run = RunFolder(path)
     fresh = not resume and not path.exists()
     ext = None
     start = time.time()
     with contextlib.ExitStack() as held:
-        problem = None
-        if env.is_main:
-            try:  # one writer per run folder; a folder of this run that saved no step starts again
-                held.enter_context(run_lock(path))
-                _check_start(run, config, resume=resume, restart=restart)
-            except SsmbenchError as exc:
-                problem = exc
-        shared = D.broadcast_object(None if problem is None else problem.message)
-        if problem is not None:
-            raise problem
-        if shared is not None:  # another rank: rank 0 refused
-            raise SsmbenchError(shared)
+        claim(held, run, config, env, resume=resume, restart=restart)
         try:
             if env.is_main:
                 run.create()
@@ -92,13 +69,68 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
         finally:
             if ext is not None:
                 ext.close()
-        metrics.update(facts, wall_time_s=time.time() - start)
-        if env.is_main:
-            learning_curves(run.read_log(), run.plots / "learning_curves.png",
-                            title=f"{config.task} / {config.model}")
-            run.write_metrics(metrics)
-        D.barrier()
+        conclude(run, config, metrics, facts, start, env)
     return EvalResult(run.path, config, metrics)
+
+
+def with_threads(config: RunConfig, workers: int) -> tuple[RunConfig, dict[str, Any]]:
+    """Set the intra-op threads for `workers` data workers in all; the config records the count (resumed with other
+    workers or elsewhere, the run keeps the reductions of its start)."""
+    from ..runtime.threads import apply_threads
+
+    threads = apply_threads(config.hardware.threads, workers)
+    if config.hardware.threads is None:
+        config = dataclasses.replace(config, hardware=dataclasses.replace(config.hardware,
+                                                                          threads=threads["threads"]))
+    return config, threads
+
+
+def preflight(config: RunConfig, env: Any, force: bool, threads: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """Before any folder exists: the shapes-only memory bound, the model built once (`trainer.setup`, which refuses a
+    causal-only mixer on a bidirectional task first), its facts and its measured memory -> (setup, facts)."""
+    from ..feed.folder_feed import probe_inputs
+    from .facts import model_facts
+    from .memory import check_batch_fits, check_fits
+    from .trainer import setup
+
+    check_batch_fits(config, config.resolved_task.spec, env.device, env.world_size, force)
+    s = setup(config, env)
+    facts = {**model_facts(s), **threads}
+    facts["memory"] = check_fits(s, probe_inputs(config, "val", 1).to(env.device), force)
+    return s, facts
+
+
+def claim(held: contextlib.ExitStack, run: RunFolder, config: RunConfig, env: Any, *, resume: bool,
+          restart: bool = False) -> None:
+    """Take the run folder's lock (rank 0, held until `held` closes) and check that this run may start there; every
+    rank raises rank 0's refusal."""
+    from ..runtime import distributed as D
+
+    problem = None
+    if env.is_main:
+        try:  # one writer per run folder; a folder of this run that saved no step starts again
+            held.enter_context(run_lock(run.path))
+            _check_start(run, config, resume=resume, restart=restart)
+        except SsmbenchError as exc:
+            problem = exc
+    shared = D.broadcast_object(None if problem is None else problem.message)
+    if problem is not None:
+        raise problem
+    if shared is not None:  # another rank: rank 0 refused
+        raise SsmbenchError(shared)
+
+
+def conclude(run: RunFolder, config: RunConfig, metrics: dict[str, Any], facts: dict[str, Any], start: float,
+             env: Any) -> None:
+    """metrics.json (with the model's facts and the wall time) and the learning curves, by rank 0."""
+    from ..results.plots import learning_curves
+    from ..runtime import distributed as D
+
+    metrics.update(facts, wall_time_s=time.time() - start)
+    if env.is_main:
+        learning_curves(run.read_log(), run.plots / "learning_curves.png", title=f"{config.task} / {config.model}")
+        run.write_metrics(metrics)
+    D.barrier()
 
 
 def _check_start(run: RunFolder, config: RunConfig, *, resume: bool, restart: bool) -> None:

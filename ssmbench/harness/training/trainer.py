@@ -185,9 +185,10 @@ class Loop:
 
 
 def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any,
-          ckpt: dict[str, Any] | None = None) -> Loop:
+          ckpt: dict[str, Any] | None = None, packed: bool = False) -> Loop:
     """Optimiser (AdamW with the mixers' parameter groups), schedule, restore from last.pt (or `ckpt`, last.pt
-    loaded already), DDP / compile."""
+    loaded already), DDP / compile. `packed`: a member of a pack (`packed_loop`), which steps all members at once
+    and averages their gradients across ranks itself: no DDP or compile wrapper, no progress bar of its own."""
     from ..models.optim_groups import param_groups
 
     cfg, env, t = s.cfg, s.env, s.cfg.train
@@ -199,13 +200,13 @@ def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any,
                 None, logger, None, quiet, torch.zeros((), dtype=torch.float64, device=env.device))
     if resume:
         restore(loop, ckpt)
-    if env.distributed:
+    if env.distributed and not packed:
         s.model = torch.nn.parallel.DistributedDataParallel(
             s.model, device_ids=[env.device.index] if env.device.type == "cuda" else None)
-    if cfg.hardware.compile:
+    if cfg.hardware.compile and not packed:
         s.model = torch.compile(s.model)
     loop.val = eval_set_for(cfg, "val", env.rank, env.world_size)
-    loop.bar = _progress(loop.state.step, t.steps, quiet or not env.is_main, cfg)
+    loop.bar = _progress(loop.state.step, t.steps, quiet or packed or not env.is_main, cfg)
     if env.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(env.device)
     return loop
