@@ -64,6 +64,21 @@ class NanAfter(nn.Module):
         return y * float("nan") if self.calls > self.after else y
 
 
+class NanAbove(nn.Module):
+    """Outputs NaN once a weight grows past `limit` in size (a pack member with a large learning rate; vmappable)."""
+
+    causal = True
+
+    def __init__(self, d_model: int, *, l_max: int, limit: float = 2.0) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+        self.limit = limit
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+        y = self.proj(x)
+        return y + 0 * torch.log(self.limit - self.proj.weight.abs().max())  # log < 0: NaN, else + 0
+
+
 class _WholeModel(nn.Module):
     def __init__(self, spec, width: int) -> None:
         super().__init__()

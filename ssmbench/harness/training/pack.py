@@ -40,6 +40,7 @@ Example (three seeds of a tiny DLR on cumsum, one step):
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -194,14 +195,18 @@ class PackedAdamW:
                                     "exp_avg": st["exp_avg"][i].clone(), "exp_avg_sq": st["exp_avg_sq"][i].clone()}
 
     @torch.no_grad()
-    def clip(self, max_norm: float) -> None:
-        """Each member's gradient clipped to `max_norm` by its own total norm (`clip_grad_norm_` per member)."""
+    def clip(self, max_norms: Sequence[float | None]) -> None:
+        """Each member's gradient clipped to its own `max_norms[i]` (None: not clipped) by its own total norm, as
+        `torch.nn.utils.clip_grad_norm_` clips a single run's."""
         grads = [self.pack.params[name].grad for name in self.hyper if self.pack.params[name].grad is not None]
-        if not grads:
+        if not grads or all(m is None for m in max_norms):
             return
-        per_tensor = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads])  # (P, N)
+        n = self.pack.n
+        per_tensor = torch.stack([torch.linalg.vector_norm(g.reshape(n, -1), dim=1) for g in grads])  # (P, N)
         total = torch.linalg.vector_norm(per_tensor, dim=0)  # (N,): as clip_grad_norm_ computes it
-        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        limit = torch.tensor([math.inf if m is None else float(m) for m in max_norms], dtype=total.dtype,
+                             device=total.device)
+        coef = (limit / (total + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(_per_member(coef, g))
 

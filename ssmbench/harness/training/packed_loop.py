@@ -80,12 +80,11 @@ class PackedSteps:
             for p in self.pack.parameters():
                 if p.grad is not None:
                     D.sum_across_ranks(p.grad).div_(env.world_size)
-        if cfg.train.grad_clip:
-            self.opt.clip(cfg.train.grad_clip)
+        self.opt.clip([loop.s.cfg.train.grad_clip for loop in self.loops])  # each member's own clip, if any
         factors = [loop.scheduler.lr_lambdas[0](loop.scheduler.last_epoch) for loop in self.loops]
         self.opt.step(factors)
         with warnings.catch_warnings():  # its torch AdamW did not step (the pack's did): the schedule is in step
-            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()` before")
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
             for loop in self.loops:
                 loop.scheduler.step()  # the member's own LambdaLR stays in step (its last.pt saves it)
         for i, loop in enumerate(self.loops):
