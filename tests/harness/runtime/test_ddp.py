@@ -88,3 +88,20 @@ def test_a_successful_command_leaves_the_process_group(tmp_path):
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_a_pack_on_two_ranks_trains_like_the_pack_in_one_process(tmp_path):
+    """`--seeds 0,1` packs; under torchrun each rank steps its slice of every member's batch and the pack averages
+    the members' gradients across ranks, as DDP does for a single run: the same losses and weights."""
+    import torch
+
+    args = [*ARGS, "--seeds", "0,1"]
+    launch(1, *args, "--out", str(tmp_path / "one"))
+    launch(2, *args, "--out", str(tmp_path / "two"))
+    for seed in (0, 1):
+        one, two = tmp_path / "one" / f"cumsum-seed{seed}", tmp_path / "two" / f"cumsum-seed{seed}"
+        assert (one / "pack.json").exists() and (two / "pack.json").exists()
+        assert losses(one) == pytest.approx(losses(two), rel=1e-5) and len(losses(one)) == 6
+        a, b = (torch.load(run / "checkpoints" / "last.pt", weights_only=True)["model"] for run in (one, two))
+        assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)

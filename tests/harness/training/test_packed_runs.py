@@ -128,3 +128,68 @@ def test_the_cli_packs_a_seed_suite_by_default_and_no_pack_runs_one_by_one(tmp_p
     again = run_main("eval", "--model", "dlr", "--task", "cumsum", "--seeds", "0,1", *keys, "--out",
                      str(tmp_path / "packed"), cwd=tmp_path)  # the same command: both finished, nothing packs
     assert again.returncode == 0 and "one pack" not in again.stderr and "skipped" in again.stderr
+
+
+def test_a_time_limit_stops_the_pack_with_every_member_saved_and_the_same_call_continues_it(tmp_path):
+    from itertools import count
+
+    from ssmbench.harness import evaluation
+    from ssmbench.harness.packing import SuitePacker
+    from ssmbench.harness.runtime.time_limit import Deadline
+    from ssmbench.harness.suites import SuiteTimeLimit, run_suite
+
+    keys = {**KEYS, "train.steps": 30, "train.eval_every": 10}
+    packer = SuitePacker(lambda task, out, seed: resolve_run("dlr", task, overrides=keys, seed=seed), quiet=True)
+    kw = {"overrides": keys, "quiet": True, "seeds": [0, 1], "packer": packer}
+    run_suite("dlr", "cumsum", evaluation.evaluate, evaluation.resume, out=tmp_path / "whole", **kw)
+    with pytest.raises(SuiteTimeLimit) as caught:  # a clock one second later at every reading: deterministic
+        run_suite("dlr", "cumsum", evaluation.evaluate, evaluation.resume, out=tmp_path / "cut",
+                  time_limit=Deadline(60, clock=count().__next__), **kw)
+    exc = caught.value
+    assert exc.exit_code == 75 and 0 < exc.step < 30 and "cumsum-seed0 and its pack" in exc.message
+    for seed in (0, 1):
+        member = tmp_path / "cut" / f"cumsum-seed{seed}"
+        assert load_last(member / "checkpoints" / "last.pt")["state"]["step"] == exc.step
+        assert not (member / "metrics.json").exists()
+    _, results = run_suite("dlr", "cumsum", evaluation.evaluate, evaluation.resume, out=tmp_path / "cut", **kw)
+    for seed, result in zip((0, 1), results, strict=True):
+        whole = tmp_path / "whole" / f"cumsum-seed{seed}"
+        assert result.metrics["steps"] == 30
+        assert all(torch.equal(a, b) for a, b in zip(weights(whole).values(), weights(result.run_dir).values(),
+                                                     strict=True))
+        packs = json.loads((result.run_dir / PACK_RECORD).read_text())["packs"]
+        assert [p["from_step"] for p in packs] == [0, exc.step]
+
+
+def test_sigterm_to_a_packed_suite_saves_every_member_and_the_same_command_finishes(tmp_path):
+    """A real process and its workers signalled as a scheduler does: exit 130 with every member's last.pt at one
+    step (continuing a stopped pack is the time-limit test's)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.support import PROCESS_CEILING
+
+    keys = {**KEYS, "L": 64, "train.steps": 100000, "train.eval_every": 50, "train.log_every": 5,
+            "data.workers": 1}
+    args = [str(Path(sys.executable).with_name("ssmbench")), "eval", "--model", "dlr", "--task", "cumsum",
+            "--seeds", "0,1", *[x for k, v in keys.items() for x in ("-o", f"{k}={v}")], "-q", "--out",
+            str(tmp_path / "suite")]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
+                            start_new_session=True)
+    log = tmp_path / "suite" / "cumsum-seed1" / "metrics.jsonl"
+    deadline = time.monotonic() + PROCESS_CEILING
+    while not (log.exists() and '"train"' in log.read_text()):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the pack logged no training line in time"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=PROCESS_CEILING)
+    assert proc.returncode == 130, err
+    assert "interrupted at step" in err and "its pack" in err and "Traceback" not in err, err
+    steps = {load_last(tmp_path / "suite" / f"cumsum-seed{s}" / "checkpoints" / "last.pt")["state"]["step"]
+             for s in (0, 1)}
+    assert len(steps) == 1 and 0 < steps.pop() < 100000
