@@ -12,6 +12,7 @@ Usage (GPU machine; the priority order is CELLS below; benchmarks/paper/gpu/pape
     python3 benchmarks/paper/paper_grid.py --budget 540 --device cuda --workers 6
     python3 benchmarks/paper/paper_grid.py --budget 400 --device cuda --workers 4 --parallel 3   # 3 cells at once
     python3 benchmarks/paper/paper_grid.py --list                           # the cells, in order, done or not
+    python3 benchmarks/paper/paper_grid.py --packed --budget 540 --device cuda --workers 2   # preset cells as packs
 
 CPU smoke test with tiny steps (same code path, seconds per cell; never mixed with real results):
 
@@ -79,6 +80,8 @@ def _cells() -> list[Cell]:
     table1 = ["shift", "cumsum", "reverse", "sort", "select", "solve", "solve_fixed", "context_shift", "mips"]
     out += [Cell("dlr", task, 0) for task in table1]
     out += [Cell("attention", task, 0) for task in ["select_fixed", "cummax", *table1]]
+    out += [Cell("dlr", task, 1) for task in table1]  # issue 39: the column with seeds 0 and 1 (as packs)
+    out += [Cell("attention", task, 1) for task in ["select_fixed", "cummax", *table1]]
     return out
 
 
@@ -178,6 +181,76 @@ def run_grid(budget: float, device: str, workers: int, results: Path, runs: Path
     return finished
 
 
+def packed_suites(todo: list[Cell]) -> list[tuple[str, list[Cell]]]:
+    """The pending cells at their preset's own settings (no overrides), one suite per model: its tasks x its seeds
+    in one `ssmbench eval` command, which trains the cells that share shapes as packs."""
+    models: dict[str, list[Cell]] = {}
+    for cell in todo:
+        if not cell.overrides:
+            models.setdefault(cell.model, []).append(cell)
+    return list(models.items())
+
+
+def suite_command(model: str, cells: list[Cell], device: str, workers: int, out: Path,
+                  tiny: dict[str, object] | None) -> list[str]:
+    tasks = list(dict.fromkeys(c.task for c in cells))
+    seeds = sorted({c.seed for c in cells})
+    argv = [sys.executable, "-m", "ssmbench", "eval", "--model", model, "--task", ",".join(tasks), "--seeds",
+            ",".join(map(str, seeds)), "--preset", "paper", "--device", device, "--out", str(out), "-q"]
+    for key, value in ({"data.workers": workers} | (tiny or {})).items():
+        argv += ["-o", f"{key}={value}"]
+    return argv
+
+
+def run_packed(budget: float, device: str, workers: int, results: Path, runs: Path, tiny: dict[str, object] | None,
+               margin: float) -> int:
+    """Each model's pending preset cells as one packed suite (`packed_suites`), in turn, within the budget; the
+    suite is stopped with SIGINT `margin` seconds before the end (every member saves last.pt; the same call
+    continues it). Each finished member is collected as its cell. Returns the cells finished in this call."""
+    deadline = time.monotonic() + budget
+    device_name = _device_name(device)
+    results.mkdir(parents=True, exist_ok=True)
+    finished = 0
+    for model, cells in packed_suites([c for c in CELLS if not _done(c, results, runs)]):
+        if deadline - time.monotonic() < margin + 60:
+            print(f"[grid] too little time left for the {model} suite", flush=True)
+            break
+        suite = runs / f"suite-{model}"
+        argv = suite_command(model, cells, device, workers, suite, tiny)
+        print(f"[grid] suite {model}: {' '.join(argv[3:])}", flush=True)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=REPO)
+        while proc.poll() is None:
+            if time.monotonic() > deadline - margin:
+                proc.send_signal(signal.SIGINT)  # every member saves last.pt; exit 130
+                proc.wait()
+                break
+            time.sleep(0.5)
+        wall = time.monotonic() - t0
+        for cell in cells:
+            member = suite / f"{cell.task}-seed{cell.seed}"
+            if (member / "metrics.json").is_file() and not (results / cell.name / "metrics.json").is_file():
+                metrics = _collect(cell, member, results, argv, device_name)
+                (results / cell.name / "command.txt").write_text(
+                    "ssmbench " + " ".join(argv[3:]) + f"\n# device: {device_name}\n# member {member.name} of the "
+                    f"suite; commit: {os.environ.get('SSMBENCH_COMMIT', 'unknown')}\n")
+                for name in ("pack.json",):
+                    if (member / name).is_file():
+                        shutil.copy2(member / name, results / cell.name / name)
+                test = metrics.get("test", {})
+                line = [cell.name, "finished (packed suite)", f"{wall:.0f}s", device_name,
+                        f"test_r2={test.get('r2', float('nan')):.4f}",
+                        f"test_r2_batchavg={test.get('r2_batchavg', float('nan')):.4f}"]
+                print("[grid] " + "  ".join(line), flush=True)
+                with open(results / "grid_log.tsv", "a") as log:
+                    log.write("\t".join(line) + "\n")
+                finished += 1
+        if proc.returncode not in (0, 130):
+            print(f"[grid] the {model} suite failed (exit {proc.returncode})", flush=True)
+            break
+    return finished
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=float, default=540, help="seconds for the whole call (default 540)")
@@ -191,6 +264,8 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="CPU smoke test: tiny steps and sizes (see TINY)")
     parser.add_argument("--tiny-steps", type=int, default=None, help="with --tiny: steps per run (default 12)")
     parser.add_argument("--list", action="store_true", help="print the cells in order and whether each is done")
+    parser.add_argument("--packed", action="store_true", help="the cells at their preset's own settings, one "
+                        "packed suite per model (tasks x seeds in one process) instead of one process per cell")
     args = parser.parse_args()
     if args.list:
         for i, cell in enumerate(CELLS):
@@ -200,6 +275,9 @@ def main() -> None:
     if args.tiny and args.results.resolve() == default_results.resolve():
         parser.error("--tiny results are not paper results: give --results (and --runs) outside the repository")
     tiny = dict(TINY, **({"train.steps": args.tiny_steps} if args.tiny_steps else {})) if args.tiny else None
+    if args.packed:
+        run_packed(args.budget, args.device, args.workers, args.results, args.runs, tiny, args.margin)
+        return
     run_grid(args.budget, args.device, args.workers, args.results, args.runs, tiny, args.only, args.margin,
              args.parallel)
 

@@ -7,6 +7,8 @@
 #                          only a few small files, so a stopped run resumes only on the same warm machine
 # Usage (repository root, GPU machine): benchmarks/paper/gpu/paper_table1.sh OUT [BUDGET_SECONDS] [WORKERS] [PARALLEL]
 # PARALLEL cells share the one GPU (a 1-layer DLR leaves most of an H100 idle)
+# PACKED=1 (environment): the cells at their preset's own settings run as one packed suite per model (tasks x seeds
+# 0 and 1 in one process; issue 39), e.g. PACKED=1 benchmarks/paper/gpu/paper_table1.sh OUT 540 2
 set -u
 out=${1:?OUT}; budget=${2:-540}; workers=${3:-6}; parallel=${4:-1}
 export PYTHONUNBUFFERED=1
@@ -16,7 +18,8 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.lo
   python3 -c "import torch, numba; print('torch', torch.__version__, 'numba', numba.__version__)"; } \
   > "$out/environment.txt" 2>&1
 before=$(ls benchmarks/results/paper 2>/dev/null)
-python3 benchmarks/paper/paper_grid.py --budget "$budget" --device cuda --workers "$workers" --parallel "$parallel" 2>&1 | tee "$out/grid.log"
+mode=(--parallel "$parallel"); [ "${PACKED:-0}" = 1 ] && mode=(--packed)
+python3 benchmarks/paper/paper_grid.py --budget "$budget" --device cuda --workers "$workers" "${mode[@]}" 2>&1 | tee "$out/grid.log"
 new=$(for d in benchmarks/results/paper/*/; do n=$(basename "$d"); echo "$before" | grep -qx "$n" || echo "$n"; done)
 [ -n "$new" ] && tar czf "$out/paper_results.tar.gz" -C benchmarks/results/paper $new grid_log.tsv
 stopped=$(for d in runs/paper/*/; do [ -f "$d/metrics.json" ] || basename "$d"; done 2>/dev/null)
