@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,15 @@ def test_grid_runs_in_order_skips_finished_cells_and_refuses_tiny_runs_in_the_re
     refused = subprocess.run([sys.executable, str(GRID), "--tiny", "--device", "cpu"], capture_output=True,
                              text=True, timeout=300)
     assert refused.returncode == 2 and "--tiny results are not paper results" in refused.stderr
+
+
+def test_packed_mode_runs_each_models_preset_cells_as_one_suite_of_tasks_by_seeds():
+    grid = load_file(GRID, "paper_grid_packed")
+    cells = [grid.Cell("dlr", "shift", 0), grid.Cell("dlr", "cumsum", 1), grid.Cell("dlr", "shift", 1),
+             grid.Cell("dlr", "cummax", 0, {"train.lr": 5e-5}), grid.Cell("attention", "mips", 0)]
+    suites = grid.packed_suites(cells)
+    assert [(model, [c.name for c in members]) for model, members in suites] == \
+        [("dlr", ["dlr-shift-s0", "dlr-cumsum-s1", "dlr-shift-s1"]), ("attention", ["attention-mips-s0"])]
+    argv = grid.suite_command("dlr", suites[0][1], "cuda", 2, Path("runs/suite-dlr"), None)
+    assert argv[argv.index("--task") + 1] == "shift,cumsum" and argv[argv.index("--seeds") + 1] == "0,1"
+    assert "--no-pack" not in argv and argv[argv.index("--preset") + 1] == "paper"
