@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ssmbench.reference_models import deltanet
 from ssmbench.reference_models.deltanet import DeltaNet, delta_rule_chunked, delta_rule_recurrent
 
 
@@ -62,21 +63,23 @@ def test_chunked_gradients_equal_recurrent_float64() -> None:
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
 
 
-def test_beta_range_scales_the_write_strength_and_reaches_negative_eigenvalues() -> None:
-    """beta = sigmoid(z) for 0_1 and 2 sigmoid(z) for 0_2: the transition's eigenvalue 1 - beta goes below 0."""
+def test_beta_range_scales_the_write_strength_and_reaches_negative_eigenvalues(monkeypatch) -> None:
+    """The beta handed to the delta rule is sigmoid(W_beta u) for 0_1 and twice that for 0_2: the transition's
+    eigenvalue 1 - beta goes below 0 only with 0_2."""
+    seen = []
+    real = deltanet.delta_rule_chunked
+    monkeypatch.setattr(deltanet, "delta_rule_chunked", lambda q, k, v, beta, chunk: seen.append(beta) or
+                        real(q, k, v, beta, chunk))
     torch.manual_seed(0)
     layers = {r: DeltaNet(8, l_max=16, n_heads=2, beta_range=r).double() for r in ("0_1", "0_2")}
     layers["0_2"].load_state_dict(layers["0_1"].state_dict())
-    x = torch.randn(2, 16, 8, dtype=torch.float64)
-    seen = {}
-    for r, layer in layers.items():
-        captured = {}
-        handle = layer.beta_proj.register_forward_hook(lambda m, i, o: captured.setdefault("z", o))
+    x = 3 * torch.randn(2, 16, 8, dtype=torch.float64)
+    for layer in layers.values():
         layer(x)
-        handle.remove()
-        seen[r] = layer.beta_scale * torch.sigmoid(captured["z"])
-    torch.testing.assert_close(seen["0_2"], 2 * seen["0_1"])
-    assert (1 - seen["0_2"]).min() < 0 < (1 - seen["0_1"]).min()
+    want = torch.sigmoid(layers["0_1"].beta_proj(x)).transpose(1, 2)  # (B, h, L)
+    torch.testing.assert_close(seen[0], want)
+    torch.testing.assert_close(seen[1], 2 * want)
+    assert (1 - seen[1]).min() < 0 < (1 - seen[0]).min()
     with pytest.raises(ValueError, match="beta_range"):
         DeltaNet(8, l_max=16, beta_range="-1_1")
 
