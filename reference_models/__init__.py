@@ -26,6 +26,12 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "mamba": (
         "ssmbench.reference_models.mamba:Mamba",
         "Mamba selective SSM mixer (S6): W_out(scan(SiLU(conv(W_x u)); Delta, B, C from the input) * SiLU(W_z u))."),
+    "lstm": (
+        "ssmbench.reference_models.lstm:LSTM",
+        "LSTM mixer (torch's nn.LSTM, causal only): h_t = sigmoid(o) tanh(c_t), c_t = sigmoid(f) c_{t-1} + sigmoid(i) tanh(g)."),
+    "deltanet": (
+        "ssmbench.reference_models.deltanet:DeltaNet",
+        "DeltaNet (delta rule, multi-head): W_o(RMSNorm(o)), o_t = S_t q_t, S_t = S_{t-1}(I - beta_t k_t k_t^T) + beta_t v_t k_t^T."),
     "attention": (
         "ssmbench.reference_models.attention:Attention",
         "Multi-head attention (4 heads, RoPE, learnable temperature): u + GELU(O(softmax(s q k^T) v))."),

@@ -32,10 +32,12 @@ from numba import prange
 
 
 @numba.njit(parallel=True, cache=True)
-def _forward(u, delta, A, B, C, h0, h_out, y):  # pragma: no cover - compiled
+def _forward(u, delta, A, B, C, h0, h_out, y, neg, one):  # pragma: no cover - compiled
     """u, delta (Bt, E, S); A (E, N); B, C (Bt, N, S); h0 (Bt, E, N) -> h_out (Bt, E, N, S), y (Bt, E, S).
 
     State n of row (b, e) is one scalar carried along t; every array is read and written contiguously in t.
+    `neg`: the transition is 2 e^{Delta A} - 1 (in [-1, 1]) instead of e^{Delta A}; `one` is 1 in u's dtype (a
+    float literal would widen a float32 transition to float64).
     """
     n_batch, n_chan, n_step = u.shape
     n_state = A.shape[1]
@@ -50,7 +52,10 @@ def _forward(u, delta, A, B, C, h0, h_out, y):  # pragma: no cover - compiled
                 h = h0[b, e, n]
                 an = A[e, n]
                 for t in range(n_step):
-                    h = math.exp(delta[b, e, t] * an) * h + du[t] * B[b, n, t]
+                    a = math.exp(delta[b, e, t] * an)
+                    if neg:
+                        a = a + a - one
+                    h = a * h + du[t] * B[b, n, t]
                     h_out[b, e, n, t] = h
                     acc[t] += C[b, n, t] * h
             for t in range(n_step):
@@ -58,12 +63,12 @@ def _forward(u, delta, A, B, C, h0, h_out, y):  # pragma: no cover - compiled
 
 
 @numba.njit(parallel=True, cache=True)
-def _backward(gy, gh_end, u, delta, A, B, C, h0, h_in, gu, gdelta, gA_part, gB, gC, gh0):  # pragma: no cover
+def _backward(gy, gh_end, u, delta, A, B, C, h0, h_in, gu, gdelta, gA_part, gB, gC, gh0, neg, one):  # pragma: no cover
     """Adjoint pass: gy (Bt, E, S), gh_end (Bt, E, N) and the forward's states h (Bt, E, N, S) -> the gradients.
 
     `g` carries dL/dh_t backwards: g_t = C_t dy_t + a_{t+1} g_{t+1}, with a_t = e^{Delta_t A} recomputed. gA_part
     (Bt, E, N) is one batch element's share of dA (summed by the caller); gB, gC (Bt, N, S) sum over channels here
-    and must be zeroed by the caller.
+    and must be zeroed by the caller. `neg`: a_t = 2 e^{Delta_t A} - 1, whose slope in Delta A is 2 e^{Delta_t A}.
     """
     n_batch, n_chan, n_step = u.shape
     n_state = A.shape[1]
@@ -83,9 +88,13 @@ def _backward(gy, gh_end, u, delta, A, B, C, h0, h_in, gu, gdelta, gA_part, gB, 
                 for t in range(n_step - 1, -1, -1):
                     d = delta[b, e, t]
                     a = math.exp(d * an)
+                    slope = a  # da / d(Delta A)
+                    if neg:
+                        slope = a + a
+                        a = slope - one
                     g = g + C[b, n, t] * gy[b, e, t]  # dL/dh_t
                     prev = h_in[b, e, n, t - 1] if t > 0 else h0[b, e, n]
-                    g_dA = g * prev * a  # dL/d(Delta_t A_n), since a = e^{Delta A}
+                    g_dA = g * prev * slope  # dL/d(Delta_t A_n)
                     g_da[t] += g_dA * an
                     ga += g_dA * d
                     g_du[t] += g * B[b, n, t]
@@ -104,15 +113,18 @@ class ScanChunkCPU(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,  # type: ignore[override]
-                C: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """u, delta (Bt, E, S); A (E, N); B, C (Bt, N, S); h0 (Bt, E, N) -> y (Bt, E, S), h_end (Bt, E, N)."""
+                C: torch.Tensor, h0: torch.Tensor, neg: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """u, delta (Bt, E, S); A (E, N); B, C (Bt, N, S); h0 (Bt, E, N) -> y (Bt, E, S), h_end (Bt, E, N).
+        `neg`: transitions 2 e^{Delta A} - 1 (Mamba's `eig_range="-1_1"`)."""
         u, delta, A, B, C, h0 = (t.detach().contiguous() for t in (u, delta, A, B, C, h0))
         Bt, E, S = u.shape
         h = torch.empty(Bt, E, A.shape[1], S, dtype=u.dtype)  # (Bt, E, N, S): every state, for the backward pass
         y = torch.empty(Bt, E, S, dtype=u.dtype)
         with _threads():
-            _forward(u.numpy(), delta.numpy(), A.numpy(), B.numpy(), C.numpy(), h0.numpy(), h.numpy(), y.numpy())
+            _forward(u.numpy(), delta.numpy(), A.numpy(), B.numpy(), C.numpy(), h0.numpy(), h.numpy(), y.numpy(),
+                     bool(neg), u.numpy().dtype.type(1))
         ctx.save_for_backward(u, delta, A, B, C, h0, h)
+        ctx.neg = bool(neg)
         return y, h[..., -1].clone()
 
     @staticmethod
@@ -126,8 +138,8 @@ class ScanChunkCPU(torch.autograd.Function):
         with _threads():
             _backward(gy.numpy(), gh_end.numpy(), u.numpy(), delta.numpy(), A.numpy(), B.numpy(), C.numpy(),
                       h0.numpy(), h.numpy(), gu.numpy(), gdelta.numpy(), gA_part.numpy(), gB.numpy(), gC.numpy(),
-                      gh0.numpy())
-        return gu, gdelta, gA_part.sum(0), gB, gC, gh0
+                      gh0.numpy(), ctx.neg, u.numpy().dtype.type(1))
+        return gu, gdelta, gA_part.sum(0), gB, gC, gh0, None
 
 
 class _threads:

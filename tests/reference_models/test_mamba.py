@@ -7,6 +7,7 @@ state-spaces/mamba at commit e9594ce1c732d97440f0332fdc43170a2294dbfa; the commi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +53,11 @@ def test_layer_equals_official_mamba_float64() -> None:
 
 @FUSED
 @pytest.mark.parametrize("chunk", [6, None])
-def test_scan_gradients_equal_a_step_loop(chunk: int | None, fused_cpu: bool) -> None:
+@pytest.mark.parametrize("eig_range", ["0_1", "-1_1"])
+def test_scan_gradients_equal_a_step_loop(chunk: int | None, fused_cpu: bool, eig_range: str) -> None:
     """Gradients through the blocked, checkpointed scan equal those of a plain step loop (float64): chunk 6 carries
-    the state and its gradient across chunk boundaries (h0 and dL/dh_end non-zero)."""
+    the state and its gradient across chunk boundaries (h0 and dL/dh_end non-zero); with eig_range -1_1 the loop's
+    transition is 2 e^{Delta A} - 1."""
     torch.manual_seed(0)
     args = {k: v.clone().requires_grad_(True) for k, v in SCAN.items()}
 
@@ -62,16 +65,45 @@ def test_scan_gradients_equal_a_step_loop(chunk: int | None, fused_cpu: bool) ->
         d = torch.nn.functional.softplus(delta + delta_bias[:, None])
         h, ys = torch.zeros(u.shape[0], u.shape[1], A.shape[1], dtype=u.dtype), []
         for t in range(u.shape[-1]):
-            h = torch.exp(d[..., t, None] * A) * h + (d[..., t] * u[..., t])[..., None] * B[:, None, :, t]
+            a = torch.exp(d[..., t, None] * A)
+            a = 2 * a - 1 if eig_range == "-1_1" else a
+            h = a * h + (d[..., t] * u[..., t])[..., None] * B[:, None, :, t]
             ys.append((h * C[:, None, :, t]).sum(-1))
         return (torch.stack(ys, -1) + D[:, None] * u) * torch.nn.functional.silu(z)
 
     w = torch.randn(FIX["scan_y64"].shape, dtype=torch.float64)
-    fast = selective_scan(**args, chunk=chunk, fused_cpu=fused_cpu)
+    fast = selective_scan(**args, chunk=chunk, fused_cpu=fused_cpu, eig_range=eig_range)
     g_fast = torch.autograd.grad((fast * w).sum(), list(args.values()))
     g_loop = torch.autograd.grad((loop(**args) * w).sum(), list(args.values()))
     for name, a, b in zip(args, g_fast, g_loop, strict=True):
         assert torch.allclose(a, b, rtol=1e-10, atol=1e-10 * b.abs().max()), name
+
+
+@FUSED
+def test_eig_range_maps_the_transition_to_two_exp_minus_one(fused_cpu: bool) -> None:
+    """One channel, one state, Delta A = ln(1/4): a = 1/4 by default and 2/4 - 1 = -1/2 with eig_range -1_1, so an
+    impulse decays as 1, 1/4, 1/16 or alternates as 1, -1/2, 1/4 (Delta = B = C = 1, D = 0, no softplus, no gate)."""
+    one = torch.ones(1, 1, 3, dtype=torch.float64)
+    args = {"u": torch.tensor([[[1.0, 0.0, 0.0]]], dtype=torch.float64), "delta": one,
+            "A": torch.tensor([[-math.log(4.0)]], dtype=torch.float64), "B": one, "C": one,
+            "D": torch.zeros(1, dtype=torch.float64), "delta_softplus": False, "chunk": 2, "fused_cpu": fused_cpu}
+    for eig_range, want in (("0_1", [1.0, 0.25, 0.0625]), ("-1_1", [1.0, -0.5, 0.25])):
+        got = selective_scan(**args, eig_range=eig_range)[0, 0].tolist()
+        assert got == pytest.approx(want, abs=1e-15), eig_range
+
+
+def test_eig_range_option_on_the_layer() -> None:
+    """The option reaches the scans of a bidirectional layer (same weights, another output); unknown values are refused."""
+    torch.manual_seed(0)
+    default = Mamba(8, l_max=32, d_state=4, bidirectional=True).double()
+    signed = Mamba(8, l_max=32, d_state=4, bidirectional=True, eig_range="-1_1").double()
+    signed.load_state_dict(default.state_dict())
+    for d in (*default.ssm, *signed.ssm):  # larger steps, so that 2 e^{Delta A} - 1 is far from e^{Delta A}
+        d.dt_proj.bias.data.fill_(1.0)
+    x = torch.randn(2, 32, 8, dtype=torch.float64)
+    assert (default(x) - signed(x)).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="eig_range"):
+        Mamba(8, l_max=32, eig_range="-1_0")
 
 
 def test_long_sequence_memory_and_init() -> None:

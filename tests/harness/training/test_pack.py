@@ -23,7 +23,7 @@ MEMBERS = [  # seed, data seed, lr, weight decay, schedule (warm-up, length)
     {"seed": 1, "data_seed": 5, "lr": 3e-3, "weight_decay": 0.1, "schedule": ("cosine", 5, STEPS)},
     {"seed": 2, "data_seed": 9, "lr": 2e-3, "weight_decay": 0.01, "schedule": ("cosine", 0, 2 * STEPS)},
 ]
-PACKING = ["dlr", "dss_exp", "s4d", "s4", "lru", "attention", "local_attention", "sgconv"]
+PACKING = ["dlr", "dss_exp", "s4d", "s4", "lru", "attention", "local_attention", "sgconv", "deltanet"]
 
 
 @pytest.fixture(autouse=True)
@@ -98,9 +98,9 @@ def test_members_of_other_shapes_do_not_pack():
         Pack([_model("dlr", 0), wide])
 
 
-@pytest.mark.parametrize("name", ["mamba", "las"])
+@pytest.mark.parametrize("name", ["mamba", "las", "lstm"])
 def test_a_model_that_declares_it_is_not_packed(name):
-    mixer = {"mamba": "Mamba", "las": "LaS"}[name]
+    mixer = {"mamba": "Mamba", "las": "LaS", "lstm": "LSTM"}[name]
     assert pack_problem([_model(name, 0), _model(name, 1)]) == f"{mixer} declares packable = False"
 
 
