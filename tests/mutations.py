@@ -121,7 +121,7 @@ MUTATIONS: list[Mutation] = [
     # Killed by another engineer's tests. get.py was rewritten since b1fffb6 (check_against_entry reads the shard
     # files): each get.py entry applies the b1fffb6 defect to the new code.
     Mutation("compare.py:43", "ssmbench/harness/results/compare.py",
-             '("device", "compile",\n' + " " * 93 + '"threads"),', '("device", "compile"),',
+             '"cuda_graph", "threads"),', '"cuda_graph"),',
              ("tests/harness/results/test_compare.py::test_a_short_run_never_replaces_a_long_one_and_seeds_are_averaged",),
              "hardware.threads enters the config digest (splits columns)"),
     Mutation("compare.py:150", "ssmbench/harness/results/compare.py",

@@ -92,6 +92,7 @@ def run_request(request: RunRequest, report: Callable[[EvalResult], None] | None
     if request.mode == "resume":
         assert request.resume_dir is not None
         placed = {k: v for k, v in (("hardware.device", o.device), ("hardware.compile", o.compile),
+                                    ("hardware.cuda_graph", o.cuda_graph),
                                     ("data.path", o.data)) if v is not None}
         return RunOutcome([evaluation.resume(request.resume_dir, {**s.overrides, **placed}, quiet=o.quiet,
                                              logger=o.logger, force=o.force, time_limit=o.time_limit)])

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate", "evaluate_request", "resume", "train_and_score", "RESUMABLE_KEYS"]
 
-RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile",
+RESUMABLE_KEYS = ("train.steps", "data.workers", "data.prefetch", "data.path", "hardware.device", "hardware.compile", "hardware.cuda_graph",
                   "hardware.threads", "train.time_limit")
 """What `--resume` may set: more steps, the command's own settings, and how the same run is fed and placed."""
 

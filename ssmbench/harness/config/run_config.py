@@ -119,6 +119,9 @@ class HardwareConfig:
     """`fp32` (the paper), `bf16` or `fp16` mixed precision; SSM mixers always run in float32."""
     compile: bool = False
     """Wrap the model in torch.compile."""
+    cuda_graph: bool = False
+    """Capture the training step as a CUDA graph after 3 eager steps (`training.cuda_graph`; CUDA, fp32 / bf16, one
+    process)."""
     threads: int | None = None
     """torch intra-op threads of the training process (None: the CPUs this process may use, minus the data
     workers; `OMP_NUM_THREADS` also decides when set)."""

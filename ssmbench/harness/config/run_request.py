@@ -78,6 +78,7 @@ class RunOptions:
     device: str | None = None
     precision: str | None = None
     compile: bool | None = None
+    cuda_graph: bool | None = None
     data: str | Path | None = None
     out: str | Path | None = None
     runs_root: str | Path = "runs"
@@ -92,7 +93,8 @@ class RunOptions:
     def hardware_keys(self) -> dict[str, Any]:
         """`--device`, `--precision`, `--compile` as `-o` keys (applied after the user's own keys)."""
         return {f"hardware.{k}": v for k, v in (("device", self.device), ("precision", self.precision),
-                                                 ("compile", self.compile)) if v is not None}
+                                                 ("compile", self.compile), ("cuda_graph", self.cuda_graph))
+                if v is not None}
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 NOT_COMPARED = ("task", "task_config", "seed")
 """config.json keys that may differ within a column (the task's own config is reduced to its L)."""
 NOT_COMPARED_SECTIONS = {"data": ("workers", "prefetch", "path", "dataset_id"), "hardware": ("device", "compile",
-                                                                                             "threads"),
+                                                                                             "cuda_graph", "threads"),
                          "eval": ("batch_size", "log_samples")}
 """Keys that never change a score (where the data lives, how fast it is read, on which device, whether per-sample
 predictions are saved; a run made before a key existed lacks it)."""

@@ -166,7 +166,13 @@ class PackedAdamW:
                                                   device=param.device) for key in per_member[0][name]}
         self.state = {name: {"exp_avg": torch.zeros_like(pack.params[name]),
                              "exp_avg_sq": torch.zeros_like(pack.params[name])} for name in self.hyper}
-        self.steps = 0
+        device = next(iter(pack.params.values())).device
+        self.t = torch.zeros((), dtype=torch.float64, device=device)  # the step count, on the device (CUDA graphs)
+        self.factors = torch.ones(pack.n, dtype=torch.float64, device=device)  # this step's schedule factors
+
+    @property
+    def steps(self) -> int:
+        return int(self.t.item())
 
     def load(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
         """Take each member's AdamW moments and step count (its single run's optimiser, restored from last.pt) into
@@ -174,7 +180,7 @@ class PackedAdamW:
         steps = {_optimizer_step(opt) for opt in optimizers}
         if len(steps) != 1:
             raise ValueError(f"members are at different optimiser steps {sorted(steps)}: they do not pack")
-        self.steps = steps.pop()
+        self.t.fill_(steps.pop())
         if self.steps == 0:
             return
         for name, st in self.state.items():
@@ -214,18 +220,29 @@ class PackedAdamW:
         for name in self.hyper:
             self.pack.params[name].grad = None
 
-    @torch.no_grad()
     def step(self, factors: torch.Tensor | Sequence[float] | None = None) -> None:
-        """One update of every member; `factors` (N,): each member's schedule factor at this step."""
-        self.steps += 1
-        t = self.steps
-        f = torch.ones(self.pack.n, dtype=torch.float64) if factors is None else torch.as_tensor(factors, dtype=torch.float64)
+        """One update of every member; `factors` (N,): each member's schedule factor at this step (1: none)."""
+        self.set_factors(factors)
+        self.update()
+
+    def set_factors(self, factors: torch.Tensor | Sequence[float] | None) -> None:
+        """The next update's schedule factors (N,), written into the buffer `update` reads (outside a CUDA graph)."""
+        if factors is None:
+            self.factors.fill_(1.0)
+        else:
+            self.factors.copy_(torch.as_tensor(factors, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self) -> None:
+        """The update itself, on the device only (no host value changes per step: a CUDA graph can replay it)."""
+        self.t.add_(1)
+        t = self.t
         for name, h in self.hyper.items():
             param = self.pack.params[name]
             grad = param.grad
             if grad is None:
                 continue
-            lr = h["lr"] * f.to(h["lr"].device)
+            lr = h["lr"] * self.factors
             b1, b2 = h["beta1"], h["beta2"]
             st = self.state[name]
             param.mul_(_per_member(1 - lr * h["weight_decay"], param))

@@ -65,9 +65,27 @@ class PackedSteps:
         self.opt = PackedAdamW(self.pack, settings)
         self.opt.load([loop.optimizer for loop in self.loops])
         self.synced = True
+        cfg = self.loops[0].s.cfg
+        self.compute: Any = self.update
+        if cfg.hardware.cuda_graph:
+            from .cuda_graph import GraphedStep
+
+            self.compute = GraphedStep(self.update, self.loops[0].s.env.device)
 
     def step(self, batches: Sequence[dict[str, torch.Tensor]]) -> None:
-        """One update of every member on its own batch (member i's batch at batches[i])."""
+        """One update of every member on its own batch (member i's batch at batches[i]), then their schedules."""
+        self.opt.set_factors([loop.scheduler.lr_lambdas[0](loop.scheduler.last_epoch) for loop in self.loops])
+        self.compute(list(batches))
+        with warnings.catch_warnings():  # its torch AdamW did not step (the pack's did): the schedule is in step
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+            for loop in self.loops:
+                loop.scheduler.step()  # the member's own LambdaLR stays in step (its last.pt saves it)
+                loop.loss_count += 1
+        self.synced = False
+
+    def update(self, batches: Sequence[dict[str, torch.Tensor]]) -> None:
+        """The device work of a step (what `--cuda-graph` captures): forward, each member's loss, backward, the
+        cross-rank mean, each member's clip, the packed AdamW update, each member's loss summed on the device."""
         env, cfg = self.loops[0].s.env, self.loops[0].s.cfg
         x = torch.stack([b["inputs"].to(env.device, non_blocking=True) for b in batches])   # (N, B_rank, T, ...)
         y = torch.stack([b["targets"].to(env.device, non_blocking=True) for b in batches])  # (N, B_rank, l_out, ...)
@@ -81,16 +99,9 @@ class PackedSteps:
                 if p.grad is not None:
                     D.sum_across_ranks(p.grad).div_(env.world_size)
         self.opt.clip([loop.s.cfg.train.grad_clip for loop in self.loops])  # each member's own clip, if any
-        factors = [loop.scheduler.lr_lambdas[0](loop.scheduler.last_epoch) for loop in self.loops]
-        self.opt.step(factors)
-        with warnings.catch_warnings():  # its torch AdamW did not step (the pack's did): the schedule is in step
-            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
-            for loop in self.loops:
-                loop.scheduler.step()  # the member's own LambdaLR stays in step (its last.pt saves it)
+        self.opt.update()
         for i, loop in enumerate(self.loops):
             loop.loss_sum += losses[i].detach().double()
-            loop.loss_count += 1
-        self.synced = False
 
     def sync(self) -> None:
         """Every member's weights and AdamW state back into its own model and optimiser."""

@@ -23,7 +23,7 @@ from ..results.eval_result import EvalResult
 from ..results.run_folder import RunFolder, default_run_dir, run_lock
 from ..runtime import time_limit as TL
 
-NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "threads")}
+NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", "compile", "cuda_graph", "threads")}
 """config.json keys that do not define a run: a folder that saved no step restarts when only these differ."""
 
 
@@ -91,8 +91,10 @@ def preflight(config: RunConfig, env: Any, force: bool, threads: dict[str, Any])
     from ..feed.folder_feed import probe_inputs
     from .facts import model_facts
     from .memory import check_batch_fits, check_fits
+    from .cuda_graph import check_cuda_graph
     from .trainer import setup
 
+    check_cuda_graph(config, env.device, env.distributed)  # before anything is built or written
     check_batch_fits(config, config.resolved_task.spec, env.device, env.world_size, force)
     s = setup(config, env)
     facts = {**model_facts(s), **threads}

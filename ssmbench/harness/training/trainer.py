@@ -193,13 +193,16 @@ def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any,
 
     cfg, env, t = s.cfg, s.env, s.cfg.train
     groups = param_groups(s.bare, lr=t.lr, weight_decay=t.weight_decay, lr_ssm=t.lr_ssm)
-    optimizer = torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, weight_decay=t.weight_decay)
+    graphed = cfg.hardware.cuda_graph and not packed  # a pack's own optimiser is graph-ready
+    optimizer = torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), eps=t.eps, weight_decay=t.weight_decay,
+                                  **({"capturable": True, "foreach": True} if graphed else {}))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(t.schedule, t.warmup_steps,
                                                                        t.schedule_steps or t.steps))
     loop = Loop(s, run, optimizer, scheduler, grad_scaler(cfg.hardware.precision, env.device), TrainState(),
                 None, logger, None, quiet, torch.zeros((), dtype=torch.float64, device=env.device))
     if resume:
         restore(loop, ckpt)
+    _rates_as_tensors(optimizer, graphed, env.device)
     if env.distributed and not packed:
         s.model = torch.nn.parallel.DistributedDataParallel(
             s.model, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -210,6 +213,17 @@ def start(s: Setup, run: RunFolder, *, resume: bool, quiet: bool, logger: Any,
     if env.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(env.device)
     return loop
+
+
+def _rates_as_tensors(optimizer: torch.optim.Optimizer, tensors: bool, device: torch.device) -> None:
+    """Each group's rate as a device tensor (`--cuda-graph`: the captured update reads it, the schedule fills it in
+    place) or as a float (else; also when a graph run's checkpoint is resumed without graphs)."""
+    for group in optimizer.param_groups:
+        lr = group["lr"]
+        if tensors and not isinstance(lr, torch.Tensor):
+            group["lr"] = torch.tensor(float(lr), device=device)
+        elif not tensors and isinstance(lr, torch.Tensor):
+            group["lr"] = float(lr)
 
 
 def restore(loop: Loop, ckpt: dict[str, Any] | None = None) -> None:
@@ -233,22 +247,52 @@ def restore(loop: Loop, ckpt: dict[str, Any] | None = None) -> None:
 
 def train_step(loop: Loop, batch: dict[str, torch.Tensor]) -> None:
     """Forward, the task's loss, backward, (clip), update, schedule."""
+    if loop.scaler is not None:
+        update(loop, batch, scaled=True)
+    else:
+        update(loop, batch)
+        loop.scheduler.step()
+    loop.loss_count += 1
+
+
+def update(loop: Loop, batch: dict[str, torch.Tensor], scaled: bool = False) -> None:
+    """The step's device work: forward, loss, backward, (clip), the optimiser's update, the loss summed on the
+    device; no host synchronisation and no schedule (`--cuda-graph` captures exactly this). `scaled`: through
+    the fp16 loss scaler, which also advances the schedule (it may skip the update)."""
     s, opt, scaler = loop.s, loop.optimizer, loop.scaler
     x = batch["inputs"].to(s.env.device, non_blocking=True)   # (B_rank, T, ...)
     y = batch["targets"].to(s.env.device, non_blocking=True)  # (B_rank, l_output, ...)
     with autocast_context(s.cfg.hardware.precision, s.env.device):
         loss = s.objective.loss(s.model(x), y)
     opt.zero_grad(set_to_none=True)
-    if scaler is not None:
+    if scaled:
         scaler.scale(loss).backward()
         scaler.unscale_(opt)
     else:
         loss.backward()
     if s.cfg.train.grad_clip:
         torch.nn.utils.clip_grad_norm_(s.model.parameters(), s.cfg.train.grad_clip)
-    step_and_schedule(opt, scaler, loop.scheduler)
+    if scaled:
+        step_and_schedule(opt, scaler, loop.scheduler)
+    else:
+        opt.step()
     loop.loss_sum += loss.detach().double()
-    loop.loss_count += 1
+
+
+def step_function(loop: Loop) -> Any:
+    """What the loop calls a step: `train_step`, or with `--cuda-graph` the captured `update` then the schedule."""
+    if not loop.s.cfg.hardware.cuda_graph:
+        return lambda batch: train_step(loop, batch)
+    from .cuda_graph import GraphedStep
+
+    graphed = GraphedStep(lambda batch: update(loop, batch), loop.s.env.device)
+
+    def step(batch: dict[str, torch.Tensor]) -> None:
+        graphed(batch)
+        loop.scheduler.step()  # writes the next rate into the lr tensor the graph reads
+        loop.loss_count += 1
+
+    return step
 
 
 def log_train(loop: Loop) -> None:
@@ -332,9 +376,10 @@ def _train(s: Setup, run: RunFolder, stop: StopFlag, *, resume: bool, quiet: boo
     if budget is not None and D.any_rank(not budget.fits(state.step), env.device):
         stop_at_time_limit(loop, budget, saved=resume)  # before the data workers start
     feed = train_feed(s.cfg, state.step, env)  # batches on the device, through pinned buffers on CUDA
+    train_one = step_function(loop)
     tick = time.perf_counter()
     for step, batch in feed:
-        train_step(loop, batch)
+        train_one(batch)
         state.step = step + 1
         done = state.step == t.steps
         if state.step % t.log_every == 0 or state.step % t.eval_every == 0 or done:

@@ -193,3 +193,12 @@ def test_sigterm_to_a_packed_suite_saves_every_member_and_the_same_command_finis
     steps = {load_last(tmp_path / "suite" / f"cumsum-seed{s}" / "checkpoints" / "last.pt")["state"]["step"]
              for s in (0, 1)}
     assert len(steps) == 1 and 0 < steps.pop() < 100000
+
+
+def test_cuda_graph_is_refused_on_the_cpu_before_any_folder_is_made(tmp_path):
+    from ssmbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--cuda-graph: captures the training step on a CUDA device"):
+        train_and_score(config(0, **{"hardware.cuda_graph": True, "hardware.device": "cpu"}), tmp_path / "run", None,
+                        quiet=True)
+    assert not (tmp_path / "run").exists()
