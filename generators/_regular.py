@@ -11,13 +11,19 @@ n symbols and the class at the query position (as LRA ListOps labels its root's 
 (4, 3, 2, 2)
 >>> check_final_layout("parity_check", [1, 0, 1, 2], [-100, -100, -100, 0], 2, 2)
 [1, 0, 1]
+>>> keys, out = empty_tapes(np.arange(3), 5)
+>>> out["inputs"].shape, out["targets"].dtype.name, final_targets(2, 1).tolist()
+((3, 6), 'int8', [-100, -100, 1])
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ssmbench.api import Field, Spec
+import numpy as np
+
+from ssmbench.api import Field, Spec, TaskConfig
 from ssmbench.errors import VerificationError
 
 from ._recall import IGNORE_INDEX, check_int
@@ -33,6 +39,31 @@ PAPER_TEST_LENGTHS = (41, 500)
 def check_length(value: object) -> int:
     """The string length L (the paper's `length`): an integer in 1 .. MAX_STRING, ConfigError naming `L`."""
     return check_int("L", value, 1, MAX_STRING)
+
+
+@dataclass(frozen=True)
+class StringConfig(TaskConfig):
+    """The config of a regular task: its string length L, any length the train-short/test-long protocol asks for."""
+
+    L: int = 40
+    """Length of the string (the paper's `length`; it trains on 1..40 and tests on 41..500)."""
+
+    def __post_init__(self) -> None:
+        check_length(self.L)
+
+
+def empty_tapes(keys: np.ndarray, n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(keys as contiguous uint64, the uninitialised `inputs` / `targets` arrays (N, n + 1)) of a batch."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+    return keys, {"inputs": np.empty((keys.shape[0], n + 1), np.uint8),
+                  "targets": np.empty((keys.shape[0], n + 1), np.int8)}
+
+
+def final_targets(n: int, label: int) -> np.ndarray:
+    """The targets row (n + 1,) of a string of n symbols: -100, then `label` at the query."""
+    targets = np.full(n + 1, IGNORE_INDEX, np.int8)
+    targets[-1] = label
+    return targets
 
 
 def final_label_spec(n: int, symbols: Sequence[str], classes: Sequence[str], input_doc: str, target_doc: str

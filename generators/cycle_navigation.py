@@ -32,21 +32,21 @@ from ._rng import randint, rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML bef
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
+from ssmbench.api import Spec, Task, TrainingPolicy  # noqa: E402
 
 from ._recall import IGNORE_INDEX, check_int  # noqa: E402
-from ._regular import check_final_layout, check_length, final_label_spec  # noqa: E402
+from ._regular import StringConfig, check_final_layout, empty_tapes, final_label_spec, final_targets  # noqa: E402
 
 
 @dataclass(frozen=True)
-class CycleNavigationConfig(TaskConfig):
-    L: int = 40
-    """Number of actions (the paper's `length`; it trains on 1..40 and tests on 41..500)."""
+class CycleNavigationConfig(StringConfig):
+    """L: the number of actions."""
+
     cycle_length: int = 5
     """Positions on the cycle = classes (the paper's `_cycle_length`, 5)."""
 
     def __post_init__(self) -> None:
-        check_length(self.L)
+        super().__post_init__()
         check_int("cycle_length", self.cycle_length, 2, 127)
 
 
@@ -89,9 +89,7 @@ class CycleNavigation(Task[CycleNavigationConfig]):
                                 f"the final position on the cycle of {config.cycle_length}, from 0")
 
     def generate(self, config: CycleNavigationConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-        out = {"inputs": np.empty((keys.shape[0], config.L + 1), np.uint8),
-               "targets": np.empty((keys.shape[0], config.L + 1), np.int8)}
+        keys, out = empty_tapes(keys, config.L)
         if keys.shape[0]:
             _fill_cycle(keys, config.cycle_length, out["inputs"], out["targets"])
         return out
@@ -100,6 +98,4 @@ class CycleNavigation(Task[CycleNavigationConfig]):
         """Walk the actions from 0; the layout (query last, one label) is checked."""
         actions = check_final_layout(self.name, np.asarray(sample["inputs"]).reshape(-1),
                                      np.asarray(sample["targets"]).reshape(-1), 3, config.cycle_length)
-        targets = np.full(config.L + 1, IGNORE_INDEX, np.int8)
-        targets[-1] = sum(a - 1 for a in actions) % config.cycle_length
-        return {"targets": targets}
+        return {"targets": final_targets(config.L, sum(a - 1 for a in actions) % config.cycle_length)}

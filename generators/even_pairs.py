@@ -30,19 +30,15 @@ from ._rng import randint, rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML bef
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
+from ssmbench.api import Spec, Task, TrainingPolicy  # noqa: E402
 
 from ._recall import IGNORE_INDEX  # noqa: E402
-from ._regular import check_final_layout, check_length, final_label_spec  # noqa: E402
+from ._regular import StringConfig, check_final_layout, empty_tapes, final_label_spec, final_targets  # noqa: E402
 
 
 @dataclass(frozen=True)
-class EvenPairsConfig(TaskConfig):
-    L: int = 40
-    """Number of bits (the paper's `length`; it trains on 1..40 and tests on 41..500)."""
-
-    def __post_init__(self) -> None:
-        check_length(self.L)
+class EvenPairsConfig(StringConfig):
+    """L: the number of bits."""
 
 
 @njit(parallel=True, cache=True)
@@ -83,9 +79,7 @@ class EvenPairs(Task[EvenPairsConfig]):
                                 "the number of unequal adjacent pairs (01, 10) mod 2")
 
     def generate(self, config: EvenPairsConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-        out = {"inputs": np.empty((keys.shape[0], config.L + 1), np.uint8),
-               "targets": np.empty((keys.shape[0], config.L + 1), np.int8)}
+        keys, out = empty_tapes(keys, config.L)
         if keys.shape[0]:
             _fill_even_pairs(keys, out["inputs"], out["targets"])
         return out
@@ -94,6 +88,4 @@ class EvenPairs(Task[EvenPairsConfig]):
         """Count the unequal adjacent pairs of the string; the layout (query last, one label) is checked."""
         bits = check_final_layout(self.name, np.asarray(sample["inputs"]).reshape(-1),
                                   np.asarray(sample["targets"]).reshape(-1), 2, 2)
-        targets = np.full(config.L + 1, IGNORE_INDEX, np.int8)
-        targets[-1] = sum(a != b for a, b in zip(bits, bits[1:], strict=False)) % 2
-        return {"targets": targets}
+        return {"targets": final_targets(config.L, sum(a != b for a, b in zip(bits, bits[1:], strict=False)) % 2)}

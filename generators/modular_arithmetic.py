@@ -36,25 +36,25 @@ from ._rng import randint, rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML bef
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
+from ssmbench.api import Spec, Task, TrainingPolicy  # noqa: E402
 from ssmbench.errors import VerificationError  # noqa: E402
 
 from ._recall import IGNORE_INDEX, check_int  # noqa: E402
-from ._regular import check_final_layout, check_length, final_label_spec  # noqa: E402
+from ._regular import StringConfig, check_final_layout, empty_tapes, final_label_spec, final_targets  # noqa: E402
 
 OPERATORS = ("+", "-", "*", "_")
 """The paper's `OP_BY_CHARACTER` order: operator k has token id modulus + k (`_`, the blank, is never drawn)."""
 
 
 @dataclass(frozen=True)
-class ModularArithmeticConfig(TaskConfig):
-    L: int = 40
-    """Requested expression length (the paper's `length`); an even L gives an expression of L - 1 tokens."""
+class ModularArithmeticConfig(StringConfig):
+    """L: the requested expression length; an even L gives an expression of L - 1 tokens."""
+
     modulus: int = 5
     """Digits 0..modulus-1 and classes (the paper uses 5)."""
 
     def __post_init__(self) -> None:
-        check_length(self.L)
+        super().__post_init__()
         check_int("modulus", self.modulus, 2, 100)
 
     @property
@@ -126,9 +126,7 @@ class ModularArithmetic(Task[ModularArithmeticConfig]):
                                 f"the value mod {m}, * before + and -")
 
     def generate(self, config: ModularArithmeticConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-        out = {"inputs": np.empty((keys.shape[0], config.n + 1), np.uint8),
-               "targets": np.empty((keys.shape[0], config.n + 1), np.int8)}
+        keys, out = empty_tapes(keys, config.n)
         if keys.shape[0]:
             _fill_modular(keys, config.modulus, out["inputs"], out["targets"])
         return out
@@ -141,6 +139,4 @@ class ModularArithmetic(Task[ModularArithmeticConfig]):
         if any(t >= m for t in tokens[0::2]) or any(not m <= t < m + 3 for t in tokens[1::2]):
             raise VerificationError("modular_arithmetic sample is malformed",
                                     ["digits must sit at even positions and +, -, * at odd ones"])
-        targets = np.full(config.n + 1, IGNORE_INDEX, np.int8)
-        targets[-1] = evaluate(tokens, m)
-        return {"targets": targets}
+        return {"targets": final_targets(config.n, evaluate(tokens, m))}

@@ -29,19 +29,15 @@ from ._rng import randint, rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML bef
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
+from ssmbench.api import Spec, Task, TrainingPolicy  # noqa: E402
 
 from ._recall import IGNORE_INDEX  # noqa: E402
-from ._regular import check_final_layout, check_length, final_label_spec  # noqa: E402
+from ._regular import StringConfig, check_final_layout, empty_tapes, final_label_spec, final_targets  # noqa: E402
 
 
 @dataclass(frozen=True)
-class ParityCheckConfig(TaskConfig):
-    L: int = 40
-    """Number of bits (the paper's `length`; it trains on 1..40 and tests on 41..500)."""
-
-    def __post_init__(self) -> None:
-        check_length(self.L)
+class ParityCheckConfig(StringConfig):
+    """L: the number of bits."""
 
 
 @njit(parallel=True, cache=True)
@@ -83,9 +79,7 @@ class ParityCheck(Task[ParityCheckConfig]):
                                 "the number of 1s mod 2")
 
     def generate(self, config: ParityCheckConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-        out = {"inputs": np.empty((keys.shape[0], config.L + 1), np.uint8),
-               "targets": np.empty((keys.shape[0], config.L + 1), np.int8)}
+        keys, out = empty_tapes(keys, config.L)
         if keys.shape[0]:
             _fill_parity(keys, out["inputs"], out["targets"])
         return out
@@ -94,6 +88,4 @@ class ParityCheck(Task[ParityCheckConfig]):
         """Count the 1s of the string; the layout (query last, one label) is checked."""
         bits = check_final_layout(self.name, np.asarray(sample["inputs"]).reshape(-1),
                                   np.asarray(sample["targets"]).reshape(-1), 2, 2)
-        targets = np.full(config.L + 1, IGNORE_INDEX, np.int8)
-        targets[-1] = sum(bits) % 2
-        return {"targets": targets}
+        return {"targets": final_targets(config.L, sum(bits) % 2)}
