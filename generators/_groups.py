@@ -13,8 +13,8 @@ numbered as that code's `G.elements` lists them, so token ids are its ids:
 >>> table = cayley_table("S3")
 >>> table.shape, int(table[0, 4]), int(table[4, 0])          # 0 is the identity
 ((6, 6), 4, 4)
->>> [tuple(p) for p in permutations_of(3)][:3]
-[(1, 2, 3), (1, 3, 2), (2, 1, 3)]
+>>> permutations_of(3)[:3].tolist()
+[[1, 2, 3], [1, 3, 2], [2, 1, 3]]
 >>> int(cayley_table("Z60")[59, 2]), cayley_table("A4_x_Z5").shape
 (1, (60, 60))
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 
 import numpy as np
@@ -54,8 +55,7 @@ def _permutation_table(perms: np.ndarray) -> np.ndarray:
 
 
 def factor_order(kind: str, n: int) -> int:
-    import math
-
+    """The number of elements of S<n>, A<n> or Z<n>."""
     return {"S": math.factorial(n), "A": max(math.factorial(n) // 2, 1), "Z": n}[kind]
 
 
