@@ -53,4 +53,18 @@ BUILTIN: dict[str, tuple[str, str]] = {
              "Recall the value bound to each queried key: Zoology's multi-query associative recall (MQAR)"),
     "induction_heads": ("ssmbench.generators.induction_heads:InductionHeads",
                         "Recall the token that followed the special token's first occurrence (Mamba's induction heads)"),
+    "parity_check": ("ssmbench.generators.parity_check:ParityCheck",
+                     "Say whether a bit string has an odd number of 1s (Chomsky hierarchy, regular: parity_check)"),
+    "even_pairs": ("ssmbench.generators.even_pairs:EvenPairs",
+                   "Say whether a bit string has an odd number of unequal adjacent pairs (Chomsky hierarchy, "
+                   "regular: even_pairs)"),
+    "cycle_navigation": ("ssmbench.generators.cycle_navigation:CycleNavigation",
+                         "Find where a walk of -1/0/+1 steps ends on a cycle of 5 (Chomsky hierarchy, regular: "
+                         "cycle_navigation)"),
+    "modular_arithmetic": ("ssmbench.generators.modular_arithmetic:ModularArithmetic",
+                           "Reduce an expression of digits and +, -, * modulo 5 (Chomsky hierarchy, regular: "
+                           "modular_arithmetic)"),
+    "word_problem": ("ssmbench.generators.word_problem:WordProblem",
+                     "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
+                     "(Illusion of State)"),
 }

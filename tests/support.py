@@ -74,6 +74,8 @@ TINY: dict[str, dict] = {
     "mad_compression": {"seq_len": 16}, "mad_memorization": {"seq_len": 16, "vocab_size": 64},
     "mqar": {"L": 64, "num_kv_pairs": 8, "vocab_size": 128, "random_non_queries": True},
     "induction_heads": {"L": 64},
+    "parity_check": {"L": 24}, "even_pairs": {"L": 24}, "cycle_navigation": {"L": 24},
+    "modular_arithmetic": {"L": 24}, "word_problem": {"group": "A5", "L": 24},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]

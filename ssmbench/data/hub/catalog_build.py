@@ -59,6 +59,15 @@ MAD_TASKS = ("mad_in_context_recall", "mad_fuzzy_recall", "mad_noisy_recall", "m
 MAD = {f"{t}-mad": ["generate", t, "--preset", "mad"] for t in MAD_TASKS}
 """The `mad` group at mad-lab's baseline settings (16,000 samples: 12,800 train, MAD's training set size):
 catalogue entries, not part of the timed suite (`--only mad_compression-mad,...`)."""
+REGULAR = ("parity_check", "even_pairs", "cycle_navigation", "modular_arithmetic")
+REGULAR_LENGTHS = (41, 100, 500)
+WORD_GROUPS = ("S5", "A5", "A4_x_Z5", "Z60")
+STATE = {**{f"{t}-{L}": ["generate", t, "--length", str(L)] for t in REGULAR for L in REGULAR_LENGTHS},
+         **{f"word_problem-{g}-{k}": ["generate", "word_problem", "--preset", g, "-o", f"L={k}"]
+            for g in WORD_GROUPS for k in (10, 20)}}
+"""The state-tracking tasks at test lengths of their papers: the Chomsky regular tasks at the first unseen length
+(41), 100 and the last (500) of the paper's 41..500; the word problems at k = 10 and 20 (the longest of jopetty/
+word-problem's files). Catalogue entries, not part of the timed suite (`--only parity_check-500,...`)."""
 REDUCED = {"shift-4096-ci": ["generate", "shift", "--length", "4096", "--n", "200"]}
 """A reduced-n twin of shift-4096 (same config, first samples of each split): rebuilt by the tests in seconds."""
 DESCRIPTIONS = {
@@ -73,6 +82,10 @@ DESCRIPTIONS = {
     "induction_heads-256": "induction heads (Mamba 4.1.2: L = 256, 16 ids), 16,000 samples",
     **{f"{t}-mad": f"MAD {t.removeprefix('mad_').replace('_', ' ')} (mad-lab baseline settings), 16,000 samples "
        "(12,800 train: MAD's training set)" for t in MAD_TASKS},
+    **{f"{t}-{L}": f"{t} (Chomsky hierarchy, regular) at L = {L}, 10,000 samples (8,000 / 1,000 / 1,000)"
+       for t in REGULAR for L in REGULAR_LENGTHS},
+    **{f"word_problem-{g}-{k}": f"{g} word problem (Illusion of State) at k = {k}, 100,000 samples (80,000 / 10,000 / "
+       "10,000)" for g in WORD_GROUPS for k in (10, 20)},
     "shift-4096-ci": "reduced twin of shift-4096 (200 samples: the first of each split's), rebuilt by the tests on "
                      "every machine"}
 GOAL_S = 30 * 60
@@ -299,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.root is None:
         ap.error("--root is required")
     names = args.only.split(",") if args.only else [n for n in PAPER if args.atomic or n.split("-")[0] not in ATOMIC]
-    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **REDUCED}]
+    unknown = [n for n in names if n not in {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **STATE, **REDUCED}]
     if unknown:
         ap.error(f"unknown dataset(s) {unknown}; the suite is {', '.join(PAPER)}")
     args.root.mkdir(parents=True, exist_ok=True)
@@ -319,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.results.write_text(json.dumps(data, indent=1) + "\n")
             names = []
         for name in names:
-            row = run_one(name, {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **REDUCED}[name], args, log)
+            row = run_one(name, {**PAPER, **COVERAGE, **ZOOLOGY, **MAD, **STATE, **REDUCED}[name], args, log)
             data["rows"] = [r for r in data["rows"] if r["name"] != name] + [row]
             args.results.write_text(json.dumps(data, indent=1) + "\n")
             print(f"{name}: build {row['build']['wall_s']:.0f} s wall, {row['build']['cpu_s']:.0f} s CPU"

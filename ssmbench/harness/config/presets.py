@@ -1,6 +1,7 @@
 """Training presets as data: `quick` (ssmbench's CPU-sized default) and `paper` (the DLR paper's Tables 2, 5, 6).
 
-The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys. `resolve_preset` turns a
+The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys (a family may add its own
+`presets/quick_<family>.toml` / `paper_<family>.toml`, merged in). `resolve_preset` turns a
 preset name, a task (with the config the user's own task values resolve to) and a model into the keys to apply,
 with the row's source. The task's training policy (`Task.policy`, `ssmbench.training_policy`) decides which part
 applies; this module lists no task names:
@@ -148,8 +149,34 @@ class Preset:
 
 @functools.cache
 def _load(name: str) -> dict[str, Any]:
-    text = resources.files("ssmbench.harness.config").joinpath("presets", f"{name}.toml").read_text()
-    return tomllib.loads(text)
+    """`presets/<name>.toml` with the tables of every `presets/<name>_*.toml` (in name order) merged in
+    (`merge_tables`): a family's presets may live in a file of their own (`paper_state_tracking.toml`)."""
+    folder = resources.files("ssmbench.harness.config").joinpath("presets")
+    data = tomllib.loads(folder.joinpath(f"{name}.toml").read_text())
+    for extra in sorted(f.name for f in folder.iterdir() if f.name.startswith(f"{name}_") and f.name.endswith(".toml")):
+        merge_tables(data, tomllib.loads(folder.joinpath(extra).read_text()), f"presets/{extra}")
+    return data
+
+
+def merge_tables(data: dict[str, Any], extra: Mapping[str, Any], where: str) -> None:
+    """Add the tables of a preset file to `data`: paper files' `bases` and `rows` one by one, quick files' sections
+    whole; a name defined twice is a ConfigError naming `where`.
+
+    >>> data = {"rows": {"a/x/m": {}}, "preset": {}}
+    >>> merge_tables(data, {"rows": {"b/y/m": {}}, "y": {"keys": {}}}, "presets/paper_b.toml")
+    >>> sorted(data["rows"]), sorted(data)
+    (['a/x/m', 'b/y/m'], ['preset', 'rows', 'y'])
+    """
+    for table, value in extra.items():
+        if table in ("bases", "rows"):
+            target, pairs = data.setdefault(table, {}), list(value.items())
+        else:
+            target, pairs = data, [(table, value)]
+        for key, item in pairs:
+            if key in target:
+                raise ConfigError(where, f"{key!r} is already defined in another preset file",
+                                  "rename it or remove one of the two")
+            target[key] = item
 
 
 # ----------------------------------------------------------------------------------------------- parse & validate
