@@ -6,11 +6,11 @@ positions, `random.sample`); every occurrence of the second is replaced by the f
 n-gram, which makes copying by n-gram lookup ambiguous. The row is `$ s | s .` then `*` padding, scored as in
 `string_copy`: `|` and the copy's letters, each labelled with the next token.
 
-Worked example (n = 2, s = "cabda", new = "ab" at 1, old = "da" at 3: s becomes "cabab")::
+Worked example (n = 2, s = "cabdaef", new = "ab" at 1, old = "da" at 3: s becomes "cababef")::
 
-    position   0  1  2  3  4  5  6  7  8  9 10 11 12
-    inputs     $  c  a  b  a  b  |  c  a  b  a  b  .
-    targets    -  -  -  -  -  -  c  a  b  a  b  .  -      (- is -100)
+    position   0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16
+    inputs     $  c  a  b  a  b  e  f  |  c  a  b  a  b  e  f  .
+    targets    -  -  -  -  -  -  -  -  c  a  b  a  b  e  f  .  -      (- is -100)
 
 >>> from ssmbench.seeding import keys_for
 >>> task, cfg = DuplicateNgram(), DuplicateNgramConfig(min_length=8, max_length=20)

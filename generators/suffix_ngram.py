@@ -6,11 +6,11 @@ its n-grams and a the letters after g's first occurrence in s (the first `length
 comes after the string, so a model that has not kept the string cannot look it up. The scored positions are the
 key's last letter and a's letters, each labelled with the next token.
 
-Worked example (n = 2, s = "cabba", g = "ab": a = "ba")::
+Worked example (n = 2, s = "cabbad", g = "ab": a = "bad")::
 
-    position   0  1  2  3  4  5  6  7  8  9 10 11
-    inputs     $  c  a  b  b  a  |  a  b  b  a  .
-    targets    -  -  -  -  -  -  -  -  b  a  .  -      (- is -100)
+    position   0  1  2  3  4  5  6  7  8  9 10 11 12 13
+    inputs     $  c  a  b  b  a  d  |  a  b  b  a  d  .
+    targets    -  -  -  -  -  -  -  -  -  b  a  d  .  -      (- is -100)
 
 >>> from ssmbench.seeding import keys_for
 >>> task, cfg = SuffixNgram(), SuffixNgramConfig(min_length=8, max_length=20)

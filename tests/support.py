@@ -74,6 +74,8 @@ TINY: dict[str, dict] = {
     "mad_compression": {"seq_len": 16}, "mad_memorization": {"seq_len": 16, "vocab_size": 64},
     "mqar": {"L": 64, "num_kv_pairs": 8, "vocab_size": 128, "random_non_queries": True},
     "induction_heads": {"L": 64},
+    "flipflop": {"L": 64}, "string_copy": {"max_length": 12}, "prefix_ngram": {"max_length": 12},
+    "suffix_ngram": {"max_length": 12}, "duplicate_ngram": {"max_length": 12},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]
