@@ -10,7 +10,7 @@ authors' loss mask, shifted to the position that predicts the token), with the l
 >>> cfg.L, cfg.vocab, (cfg.bos, cfg.sep, cfg.eos, cfg.pad)
 (43, 30, (26, 27, 28, 29))
 >>> NgramConfig(min_length=8, max_length=20, n_gram=3, length_answer=2).longest("prefix")
-30
+29
 """
 
 from __future__ import annotations  # noqa: I001  (the ._rng import below must precede numba)
