@@ -66,7 +66,7 @@ class CopyConfig(TaskConfig):
         self._check_fits()
 
     def _check_fits(self) -> None:
-        longest = self.longest()
+        longest = self.longest(self.layout)
         if longest > MAX_LENGTH:
             raise ConfigError("max_length", f"examples of {longest} tokens exceed {MAX_LENGTH}")
         if self.pad_to and self.pad_to < longest:

@@ -45,9 +45,9 @@ class DuplicateNgramConfig(NgramConfig):
     """`$ s | s .` with s holding a written-over n-gram; the whole string is copied (`length_answer` stays 0)."""
 
     def __post_init__(self) -> None:
+        if self.length_answer != 0:
+            raise ConfigError("length_answer", f"must be 0 (the whole string is copied), got {self.length_answer!r}")
         super().__post_init__()
-        if self.length_answer:
-            raise ConfigError("length_answer", f"must be 0 (the whole string is copied), got {self.length_answer}")
 
     @property
     def layout(self) -> Layout:
