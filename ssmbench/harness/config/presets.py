@@ -1,6 +1,7 @@
 """Training presets as data: `quick` (ssmbench's CPU-sized default) and `paper` (the DLR paper's Tables 2, 5, 6).
 
-The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys. `resolve_preset` turns a
+The presets live in `presets/quick.toml` and `presets/paper.toml` as `-o`-style keys, with the sections and rows of
+`presets/quick_*.toml` and `presets/paper_*.toml` merged in (one file per paper or task family). `resolve_preset` turns a
 preset name, a task (with the config the user's own task values resolve to) and a model into the keys to apply,
 with the row's source. The task's training policy (`Task.policy`, `ssmbench.training_policy`) decides which part
 applies; this module lists no task names:
@@ -148,8 +149,21 @@ class Preset:
 
 @functools.cache
 def _load(name: str) -> dict[str, Any]:
-    text = resources.files("ssmbench.harness.config").joinpath("presets", f"{name}.toml").read_text()
-    return tomllib.loads(text)
+    """`presets/<name>.toml` with every `presets/<name>_*.toml` merged in (sorted by file name): a paper's rows or a
+    task family's quick sections live in a file of their own. A table two files both define is a ConfigError."""
+    folder = resources.files("ssmbench.harness.config").joinpath("presets")
+    data = tomllib.loads(folder.joinpath(f"{name}.toml").read_text())
+    extra = sorted(f.name for f in folder.iterdir() if f.name.startswith(f"{name}_") and f.name.endswith(".toml"))
+    for file in extra:
+        for key, table in tomllib.loads(folder.joinpath(file).read_text()).items():
+            into = data.setdefault(key, {}) if key in ("bases", "rows") else data
+            entries = table if key in ("bases", "rows") else {key: table}
+            clash = sorted(set(entries) & set(into))
+            if clash:
+                raise ConfigError(f"presets/{file}", f"defines {', '.join(clash)} again",
+                                  "give each base, row or quick section one file")
+            into.update(entries)
+    return data
 
 
 # ----------------------------------------------------------------------------------------------- parse & validate
