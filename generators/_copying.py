@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._rng import randint  # first: sets NUMBA_DISABLE_INTEL_SVML before numba loads
+from ._rng import randint, rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML before numba loads
 
 import numpy as np  # noqa: E402
-from numba import njit  # noqa: E402
+from numba import njit, prange  # noqa: E402
 
 from ssmbench.api import Field, Spec, TaskConfig  # noqa: E402
 from ssmbench.errors import ConfigError, VerificationError  # noqa: E402
@@ -274,3 +274,47 @@ def lookup_answer(config: NgramConfig, string: Sequence[int], key: Sequence[int]
         raise VerificationError(f"{task} sample is malformed", [f"the key {list(key)} is not a {n}-gram of the string"])
     rest = list(string[found[0] + n:])
     return found[0], rest[:config.answer_length(len(rest))]
+
+
+@njit(parallel=True, cache=True)
+def _fill_lookup(keys, low, high, n, length_answer, vocab_size, key_first, inputs, targets, lengths, positions):
+    """Rows `$ g | s | a .` (key_first, prefix_ngram) or `$ s | g a .` (suffix_ngram), from the same draws."""
+    for i in prange(inputs.shape[0]):
+        state = rng_state(keys[i])
+        s = np.empty(high, np.uint8)
+        length, p, answer = draw_lookup(state, s, low, high, n, length_answer, vocab_size)
+        x = inputs[i]
+        x[0] = vocab_size
+        if key_first:
+            x[1: n + 1] = s[p: p + n]
+            x[n + 1] = vocab_size + 1
+            x[n + 2: n + 2 + length] = s[:length]
+            x[n + 2 + length] = vocab_size + 1
+            start = n + 3 + length
+        else:
+            x[1: length + 1] = s[:length]
+            x[length + 1] = vocab_size + 1
+            x[length + 2: length + 2 + n] = s[p: p + n]
+            start = length + 2 + n
+        x[start: start + answer] = s[p + n: p + n + answer]
+        close_row(x, targets[i], start, start + answer, vocab_size + 2, vocab_size + 3)
+        lengths[i] = length
+        positions[i] = p
+
+
+def lookup_spec(config: NgramConfig, input_doc: str) -> Spec:
+    """The Spec of an n-gram lookup task: `copy_spec` plus where the key first occurs in the string."""
+    return copy_spec(config, input_doc, {"key_position": Field("int32", (), "position in s of the key's first "
+                                                                            "occurrence", shuffle=True)})
+
+
+def generate_lookup(config: NgramConfig, keys: Any, key_first: bool) -> dict[str, np.ndarray]:
+    """The rows of `prefix_ngram` (key_first) or `suffix_ngram` for one uint64 key each."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+    n = keys.shape[0]
+    out = {"inputs": np.empty((n, config.L), np.uint8), "targets": np.empty((n, config.L), np.int16),
+           "length": np.empty(n, np.int32), "key_position": np.empty(n, np.int32)}
+    if n:
+        _fill_lookup(keys, config.min_length, config.max_length, config.n_gram, config.length_answer,
+                     config.vocab_size, key_first, out["inputs"], out["targets"], out["length"], out["key_position"])
+    return out

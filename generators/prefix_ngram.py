@@ -21,22 +21,27 @@ Worked example (n = 2, s = "cabbad", g = "ab": a = "bad")::
 True
 """
 
-from __future__ import annotations  # noqa: I001  (the ._rng import below must precede numba)
+from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._rng import rng_state  # first: sets NUMBA_DISABLE_INTEL_SVML before numba loads
+import numpy as np
 
-import numpy as np  # noqa: E402
-from numba import njit, prange  # noqa: E402
+from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy
 
-from ssmbench.api import Field, Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
-
-from ._copying import (Layout, NgramConfig, answer_labels, close_row, copy_spec, draw_lookup,  # noqa: E402
-                       length_presets, lookup_answer, parse_row)
+from ._copying import (
+    Layout,
+    NgramConfig,
+    answer_labels,
+    generate_lookup,
+    length_presets,
+    lookup_answer,
+    lookup_spec,
+    parse_row,
+)
 
 
 @dataclass(frozen=True)
@@ -46,26 +51,6 @@ class PrefixNgramConfig(NgramConfig):
     @property
     def layout(self) -> Layout:
         return "prefix"
-
-
-@njit(parallel=True, cache=True)
-def _fill_prefix(keys, low, high, n, length_answer, vocab_size, inputs, targets, lengths, positions):
-    rows = inputs.shape[0]
-    for i in prange(rows):
-        state = rng_state(keys[i])
-        s = np.empty(high, np.uint8)
-        length, p, answer = draw_lookup(state, s, low, high, n, length_answer, vocab_size)
-        x = inputs[i]
-        x[0] = vocab_size
-        x[1: n + 1] = s[p: p + n]
-        x[n + 1] = vocab_size + 1
-        x[n + 2: n + 2 + length] = s[:length]
-        x[n + 2 + length] = vocab_size + 1
-        start = n + 3 + length
-        x[start: start + answer] = s[p + n: p + n + answer]
-        close_row(x, targets[i], start, start + answer, vocab_size + 2, vocab_size + 3)
-        lengths[i] = length
-        positions[i] = p
 
 
 @typing.final
@@ -87,19 +72,10 @@ class PrefixNgram(Task[PrefixNgramConfig]):
     policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 1})
 
     def spec(self, config: PrefixNgramConfig) -> Spec:
-        return copy_spec(config, f"$ g | s | a . (a {config.n_gram}-gram g of s, then the letters after it)",
-                         {"key_position": Field("int32", (), "position in s of the key's first occurrence",
-                                                shuffle=True)})
+        return lookup_spec(config, f"$ g | s | a . (a {config.n_gram}-gram g of s, then the letters after it)")
 
     def generate(self, config: PrefixNgramConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
-        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-        n = keys.shape[0]
-        out = {"inputs": np.empty((n, config.L), np.uint8), "targets": np.empty((n, config.L), np.int16),
-               "length": np.empty(n, np.int32), "key_position": np.empty(n, np.int32)}
-        if n:
-            _fill_prefix(keys, config.min_length, config.max_length, config.n_gram, config.length_answer,
-                         config.vocab_size, out["inputs"], out["targets"], out["length"], out["key_position"])
-        return out
+        return generate_lookup(config, keys, key_first=True)
 
     def oracle(self, config: PrefixNgramConfig, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Find the key (the letters between `$` and the first `|`) in the string and label what follows it."""

@@ -22,26 +22,19 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _compare, beside this file (scripts run with PYTHONSAFEPATH)
+import _compare  # noqa: E402
 
 T = 512
 PAPER_READS = {0.8: (26508, 10**3), 0.98: (353875, 10**5), 0.1: (345781, 3000)}
 """Appendix B: (reads, sequences) of the paper's in-distribution, sparse and dense test sets."""
-
-
-def helpers() -> Any:
-    spec = importlib.util.spec_from_file_location("zoology_mqar", Path(__file__).with_name("zoology_mqar.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def definition_rows(p_ignore: float, n: int, seed: int) -> np.ndarray:
@@ -97,7 +90,6 @@ def oracle_agrees(x: np.ndarray, p_ignore: float) -> int:
 
 
 def run(n: int) -> list[str]:
-    stats = helpers()
     lines = [f"their side: FFL(T = {T}, p_i) from section 3.1 of Liu et al. 2023, in NumPy (no generator is published)",
              f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
              f"{platform.python_version()}, NumPy {np.__version__}; one thread each",
@@ -123,43 +115,22 @@ def run(n: int) -> list[str]:
         lines.append(f"   reads per sequence: ssmbench {per_seq.mean():.3f} +- {sem:.3f}, the paper's test set "
                      f"{paper_reads / paper_n:.3f} ({paper_reads:,} reads in {paper_n:,} sequences), expected "
                      f"{1 + (T // 2 - 2) * (1 - p_ignore) / 2:.3f}")
-        lines.append(f"   {'statistic':24s} {'TV(ssm,def)':>11s} {'TV(ssm,ssm)':>11s} {'chi2 p':>8s}  "
-                     f"{'mean ssm':>9s} {'mean def':>9s}  verdict")
         failures += solved != (checked, checked)
-        for name in s_ours:
-            tv = stats.total_variation(s_ours[name], s_theirs[name])
-            noise = stats.total_variation(s_ours[name], s_again[name])
-            p = stats.chi_square_p(s_ours[name], s_theirs[name])
-            ok = tv <= 2 * noise + 0.005 and p >= 1e-3
-            failures += not ok
-            total += 1
-            grid = np.arange(len(s_ours[name]))
-            means = [float((grid * h).sum() / max(h.sum(), 1)) for h in (s_ours[name], s_theirs[name])]
-            lines.append(f"   {name:24s} {tv:11.4f} {noise:11.4f} {p:8.3f}  {means[0]:9.3f} {means[1]:9.3f}  "
-                         f"{'ok' if ok else 'DIFFERS'}")
+        rows, off = _compare.table(s_ours, s_theirs, s_again, "def")
+        lines += rows
+        failures += off
+        total += len(s_ours)
         lines.append("")
     lines.append(f"statistics outside the tolerance, or rows the oracle did not solve: {failures} ({total} statistics)")
     theirs = statistics(definition_rows(0.8, n, seed=123))
     ours, same = statistics(ssmbench_rows(0.85, n, seed=0)), statistics(ssmbench_rows(0.85, n, seed=1))
-    lines += ["", "control (must differ): ssmbench at p_i = 0.85 against the definition at 0.8"]
-    for name in ("instructions w/r/i", "reads per sequence"):
-        tv, noise = stats.total_variation(ours[name], theirs[name]), stats.total_variation(ours[name], same[name])
-        p = stats.chi_square_p(ours[name], theirs[name])
-        verdict = "ok" if tv <= 2 * noise + 0.005 and p >= 1e-3 else "DIFFERS (as it must)"
-        lines.append(f"   {name:24s} TV {tv:.4f}, noise {noise:.4f}, chi2 p {p:.2g}: {verdict}")
+    lines += ["", *_compare.control("ssmbench at p_i = 0.85 against the definition at 0.8", ours, theirs, same,
+                                    ("instructions w/r/i", "reads per sequence"))]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=20_000, help="sequences per side and p_i")
-    parser.add_argument("--out", type=Path, help="also write the report here")
-    args = parser.parse_args(argv)
-    text = "\n".join(run(args.n)) + "\n"
-    print(text, end="")
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    return _compare.main(__doc__, lambda args: run(args.n), 20_000, argv=argv)
 
 
 if __name__ == "__main__":

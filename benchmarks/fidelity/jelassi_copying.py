@@ -39,6 +39,9 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _compare, beside this file (scripts run with PYTHONSAFEPATH)
+import _compare  # noqa: E402
+
 DEFAULT_MIRROR = "/work/.mirror/sjelassi+transformers_ssm_copy/repo"
 SOURCE = "synthetic_exps/data_utils.py"
 TASKS = {"string_copy": "copy", "prefix_ngram": "prefix_ngram", "suffix_ngram": "suffix_ngram",
@@ -51,14 +54,6 @@ SETTINGS = [  # (task, config fields): the training range, a test length, a shor
     ("suffix_ngram", {}), ("suffix_ngram", {"min_length": 40, "max_length": 40}),
     ("duplicate_ngram", {}), ("duplicate_ngram", {"min_length": 30, "max_length": 30}),
 ]
-
-
-def helpers() -> Any:
-    """zoology_mqar.py's total-variation and chi-square helpers (loaded by path: scripts run with PYTHONSAFEPATH)."""
-    spec = importlib.util.spec_from_file_location("zoology_mqar", Path(__file__).with_name("zoology_mqar.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_theirs(source: Path, into: Path) -> tuple[Any, str]:
@@ -146,7 +141,6 @@ def run(source: Path, n: int) -> list[str]:
     from ssmbench.registry import get_task
 
     torch.set_num_threads(1)
-    stats = helpers()
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="jelassi-") as tmp:
         module, commit = load_theirs(source, Path(tmp))
@@ -175,28 +169,19 @@ def run(source: Path, n: int) -> list[str]:
             lines.append(f"== {task} {shown} (L = {config.L}): theirs {n / their_time:,.0f} rows/s, ssmbench "
                          f"{n / our_time:,.0f} rows/s (x{their_time / our_time:,.1f}); oracle reproduces "
                          f"{good_theirs}/{n} of their rows, {good_ours}/{n} of ours")
-            lines.append(f"   {'statistic':24s} {'TV(ssm,th)':>10s} {'TV(ssm,ssm)':>11s} {'chi2 p':>8s}  "
-                         f"{'mean ssm':>9s} {'mean th':>9s}  verdict")
             failures += good_theirs != n or good_ours != n
-            for name in s_ours:
-                tv = stats.total_variation(s_ours[name], s_theirs[name])
-                noise = stats.total_variation(s_ours[name], s_again[name])
-                p = stats.chi_square_p(s_ours[name], s_theirs[name])
-                ok = tv <= 2 * noise + 0.005 and p >= 1e-3
-                failures += not ok
-                total += 1
-                grid = np.arange(len(s_ours[name]))
-                means = [float((grid * h).sum() / max(h.sum(), 1)) for h in (s_ours[name], s_theirs[name])]
-                lines.append(f"   {name:24s} {tv:10.4f} {noise:11.4f} {p:8.3f}  {means[0]:9.3f} {means[1]:9.3f}  "
-                             f"{'ok' if ok else 'DIFFERS'}")
+            rows, off = _compare.table(s_ours, s_theirs, s_again, "th")
+            lines += rows
+            failures += off
+            total += len(s_ours)
             lines.append("")
         lines.append(f"statistics outside the tolerance, or rows the oracle did not solve: {failures} "
                      f"({total} statistics, {len(SETTINGS)} settings)")
-        lines += ["", *control(module, n, stats)]
+        lines += ["", *control(module, n)]
     return lines
 
 
-def control(module: Any, n: int, stats: Any) -> list[str]:
+def control(module: Any, n: int) -> list[str]:
     """The test's power: ssmbench with strings of 5-21 letters against theirs at 5-20 must differ."""
     from ssmbench.registry import get_task
 
@@ -205,26 +190,15 @@ def control(module: Any, n: int, stats: Any) -> list[str]:
     theirs = statistics("string_copy", longer, *their_rows(module, "string_copy", config, n, seed=123))
     ours = statistics("string_copy", longer, *our_rows("string_copy", longer, n, seed=0))
     same = statistics("string_copy", longer, *our_rows("string_copy", longer, n, seed=1))
-    lines = ["control (must differ): ssmbench string_copy with 5-21 letters against theirs with 5-20"]
-    for name in ("string length", "answer length"):
-        tv, noise = stats.total_variation(ours[name], theirs[name]), stats.total_variation(ours[name], same[name])
-        p = stats.chi_square_p(ours[name], theirs[name])
-        verdict = "ok" if tv <= 2 * noise + 0.005 and p >= 1e-3 else "DIFFERS (as it must)"
-        lines.append(f"   {name:24s} TV {tv:.4f}, noise {noise:.4f}, chi2 p {p:.2g}: {verdict}")
-    return lines
+    return _compare.control("ssmbench string_copy with 5-21 letters against theirs with 5-20", ours, theirs, same,
+                            ("string length", "answer length"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, default=Path(DEFAULT_MIRROR), help="git directory or checkout")
-    parser.add_argument("--n", type=int, default=5000, help="rows per side and setting")
-    parser.add_argument("--out", type=Path, help="also write the report here")
-    args = parser.parse_args(argv)
-    text = "\n".join(run(args.repo, args.n)) + "\n"
-    print(text, end="")
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    def repo(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--repo", type=Path, default=Path(DEFAULT_MIRROR), help="git directory or checkout")
+
+    return _compare.main(__doc__, lambda args: run(args.repo, args.n), 5000, repo, argv)
 
 
 if __name__ == "__main__":
