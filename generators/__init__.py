@@ -67,4 +67,14 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),
+    "flipflop": ("ssmbench.generators.flipflop:FlipFlop",
+                 "Output the bit of the most recent write at every read: flip-flop language modelling (Liu et al. 2023)"),
+    "string_copy": ("ssmbench.generators.string_copy:StringCopy",
+                    "Copy a string after a separator: Jelassi et al.'s copy task (\"Repeat After Me\")"),
+    "prefix_ngram": ("ssmbench.generators.prefix_ngram:PrefixNgram",
+                     "Output what follows an n-gram given before the string: Jelassi et al.'s prefix-key n-gram lookup"),
+    "suffix_ngram": ("ssmbench.generators.suffix_ngram:SuffixNgram",
+                     "Continue with what followed an n-gram given after the string: Jelassi et al.'s suffix-key n-gram lookup"),
+    "duplicate_ngram": ("ssmbench.generators.duplicate_ngram:DuplicateNgram",
+                        "Copy a string that repeats an n-gram: Jelassi et al.'s duplicate n-gram task"),
 }

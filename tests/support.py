@@ -76,6 +76,8 @@ TINY: dict[str, dict] = {
     "induction_heads": {"L": 64},
     "parity_check": {"L": 24}, "even_pairs": {"L": 24}, "cycle_navigation": {"L": 24},
     "modular_arithmetic": {"L": 24}, "word_problem": {"group": "A5", "L": 24},
+    "flipflop": {"L": 64}, "string_copy": {"max_length": 12}, "prefix_ngram": {"max_length": 12},
+    "suffix_ngram": {"max_length": 12}, "duplicate_ngram": {"max_length": 12},
 }
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select_fixed", "solve", "solve_fixed",
           "context_shift", "mips"]
