@@ -37,24 +37,41 @@ class LengthSweep:
     split: str
     rows: list[dict[str, Any]]
     """{"L": int, "run_dir": str, <headline metric>: float, ...} in the order the lengths were given."""
+    train_range: tuple[int, int] | None = None
+    """The training lengths of a train-short-test-long run (`length_protocol`): shaded in the plot."""
 
 
-def parse_lengths(text: str) -> list[int]:
-    """'256,1024,4096' -> [256, 1024, 4096]; a usage error (one line, the fix) for anything else.
+def parse_lengths(text: str, key: str = "--lengths") -> list[int]:
+    """'256,1024,4096' -> [256, 1024, 4096]; 'A-B' is every length from A to B, 'A-B:K' every K-th from A (B
+    included when it falls on the step); a usage error naming `key` (one line, the fix) for anything else.
 
-    >>> parse_lengths("256, 1024")
-    [256, 1024]
+    >>> parse_lengths("256, 1024"), parse_lengths("41-44"), parse_lengths("40-64:8,128")
+    ([256, 1024], [41, 42, 43, 44], [40, 48, 56, 64, 128])
     """
+    fix = f"e.g. {key} 256,1024,4096 or {key} 41-500 (every length) or {key} 40-256:8 (every 8th)"
+    bad = ConfigError(key, f"takes positive integers or ranges A-B[:K] separated by commas (got {text!r})", fix)
+    lengths: list[int] = []
     try:
-        lengths = [int(part) for part in text.split(",") if part.strip()]
+        for part in (p.strip() for p in str(text).split(",")):
+            if not part:
+                continue
+            span, _, step = part.partition(":")
+            low, dash, high = span.partition("-")
+            if dash and low.strip():
+                a, b, k = int(low), int(high), int(step) if step else 1
+                if a > b or k < 1:
+                    raise bad
+                lengths.extend(range(a, b + 1, k))
+            elif step:
+                raise bad
+            else:
+                lengths.append(int(part))
     except ValueError:
-        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
-                          "e.g. --lengths 256,1024,4096") from None
+        raise bad from None
     if not lengths or any(n <= 0 for n in lengths):
-        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
-                          "e.g. --lengths 256,1024,4096")
+        raise bad
     if len(set(lengths)) != len(lengths):
-        raise ConfigError("--lengths", f"names a length twice ({text})", "give each length once")
+        raise ConfigError(key, f"names a length twice ({text})", "give each length once")
     return lengths
 
 
@@ -133,7 +150,11 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
     lengths = [row["L"] for row in scored]
     for key in [k for k in scored[0] if k not in ("L", "run_dir", "mse")]:
         ax.plot(lengths, [row[key] for row in scored], marker="o", ms=4, lw=1.2, label=key)
-    ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
+    if sweep.train_range is not None and sweep.train_range[0] != sweep.train_range[1]:
+        low, high = sweep.train_range
+        ax.axvspan(low, high, color="grey", alpha=0.15, label=f"training lengths {low}-{high}")
+    else:
+        ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="sequence length L", ylabel=f"{sweep.split} metric", title=title)
     ax.grid(alpha=0.3)
@@ -142,8 +163,12 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
 
 
 def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> None:
+    import os
+
     from ..data.folder.atomic import atomic_write_json
 
+    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun every rank scores; rank 0 writes
+        return
     title = f"{config['model']} on {config['task']}: {sweep.split} score against length"
     atomic_write_json(sweep.folder / "lengths.json", {
         "checkpoint": str(checkpoint), "task": config["task"], "model": config["model"], "split": sweep.split,

@@ -126,14 +126,17 @@ def iterate_or_read_here(loader: Any, rest: Callable[[int], Iterable[Any]]) -> I
 
 
 class _StepDataset:
-    """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
+    """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1. With
+    `lengths` (`length_protocol.TrainLengths`), step s is drawn from the task's stream at the length of step s."""
 
     def __init__(self, task: ResolvedTask, data_seed: int, batch_size: int, rank: int, world_size: int,
-                 train_samples: int | None = None) -> None:
+                 train_samples: int | None = None, lengths: Any = None) -> None:
         self.task, self.data_seed = task, data_seed  # pickled to each worker with its config and Spec
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
         self.train_samples = train_samples
+        self.lengths = lengths
         self._stream = None
+        self._streams: dict[int, Any] = {}  # length -> TaskStream, made once per worker process
 
     def __len__(self) -> int:  # steps are unbounded; the sampler decides which ones are drawn
         return 2 ** 62
@@ -143,9 +146,21 @@ class _StepDataset:
             from ...data.read.streaming import TaskStream
 
             self._stream = TaskStream(self.task, seed=self.data_seed)
-        batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size, self.train_samples)
-                   for step in range(*steps)]
+        batches = [self._stream_of(step).train_batch(step, self.batch_size, self.rank, self.world_size,
+                                                     self.train_samples) for step in range(*steps)]
         return stacked({key: [b[key] for b in batches] for key in MODEL_FIELDS})
+
+    def _stream_of(self, step: int) -> Any:
+        """The stream step `step` draws from: the run's, or the one at the step's length."""
+        if self.lengths is None:
+            return self._stream
+        length = self.lengths.at(step)
+        if length not in self._streams:
+            from ...data.read.streaming import TaskStream
+            from ..length_protocol import at_length
+
+            self._streams[length] = TaskStream(at_length(self.task, length), seed=self.data_seed)
+        return self._streams[length]
 
 
 def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
@@ -242,13 +257,15 @@ class TrainFeed:
                  batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
                  pin_memory: bool = False, steps_per_message: int | None = None,
-                 train_samples: int | None = None, local_processes: int = 1) -> None:
+                 train_samples: int | None = None, local_processes: int = 1, lengths: Any = None) -> None:
         task = ResolvedTask.settle(task, task_config)
         self.start, self.stop = start_step, stop_step
         self.workers = workers
         self.node_workers = node_workers(workers, local_processes)
         """The data workers of every training process on this machine (`local_processes`, torchrun's
         LOCAL_WORLD_SIZE): their rings share one /dev/shm, and messages are sized for the smallest."""
+        if lengths is not None:  # steps of several lengths do not stack: one step a message
+            steps_per_message = 1
         k = steps_per_message or auto_steps_per_message(task.spec, batch_size,
                                                         message_bytes(prefetch, workers=self.node_workers))
         self.steps_per_message = k
@@ -256,7 +273,7 @@ class TrainFeed:
             task.spec, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = StepRanges(range(start_step, stop_step, k), stop_step)
-        self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples)
+        self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples, lengths)
         self.loader = step_loader(self.dataset, self.ranges, workers, prefetch, pin_memory)
 
     def shm_note(self) -> str | None:

@@ -36,6 +36,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     `last`: with `resume`, the run's last.pt as `resume` loaded it already."""
     import torch
 
+    from .. import length_protocol
     from ..feed.batches import prefer_fork_safe_numba
     from ..results.loggers import check_logger, make_logger
     from ..runtime import distributed as D
@@ -69,6 +70,8 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
         finally:
             if ext is not None:
                 ext.close()
+        if length_protocol.test_lengths(config):  # train short, test long: the best checkpoint at each length
+            metrics["lengths"] = length_protocol.score_lengths(config, run, quiet=quiet)
         conclude(run, config, metrics, facts, start, env)
     return EvalResult(run.path, config, metrics)
 
