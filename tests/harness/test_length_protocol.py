@@ -14,6 +14,7 @@ from ssmbench.data.read.streaming import TaskStream
 from ssmbench.errors import ConfigError
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.feed.batches import TrainFeed
+from ssmbench.harness.feed.device_feed import DeviceFeed
 from ssmbench.harness.length_protocol import TrainLengths, at_length, model_length, output_rows, over_seeds
 from ssmbench.harness.packing import pack_key
 from ssmbench.harness.results.compare import build_table, load_runs, render_text
@@ -56,9 +57,36 @@ def test_a_feed_gives_each_step_the_batch_of_its_length_also_when_resumed_and_th
         assert torch.equal(batch["targets"], torch.from_numpy(expect["targets"]))
     assert len({b["inputs"].shape[1] for b in seen.values()}) > 1
     resumed = TrainFeed("cumsum", {"L": 12}, 0, 4, start_step=3, stop_step=6, workers=1, lengths=lengths)
-    assert resumed.steps_per_message == 1  # steps of different lengths do not stack
+    assert resumed.steps_per_message > 1  # a message pads its steps to the longest; each is cut back
     for step, batch in resumed:
         assert torch.equal(batch["inputs"], seen[step]["inputs"])
+        assert torch.equal(batch["targets"], seen[step]["targets"])
+
+
+class _StagedOnCpu(DeviceFeed):
+    """The staged path (pinned buffers, whole messages) with the device operations done on the CPU."""
+
+    def _pinned(self, nbytes: int) -> torch.Tensor:
+        return torch.empty(nbytes, dtype=torch.uint8)
+
+    def _to_device(self, host: torch.Tensor) -> torch.Tensor:
+        return host.clone()
+
+    def _record(self, event):
+        return type("Done", (), {"synchronize": lambda self: None})()
+
+
+def test_the_staged_device_feed_cuts_each_step_of_a_padded_message_to_its_length():
+    lengths = TrainLengths(3, 12, data_seed=1)
+    plain = dict(TrainFeed("cumsum", {"L": 12}, 1, 4, start_step=0, stop_step=20, workers=0, lengths=lengths))
+    feed = TrainFeed("cumsum", {"L": 12}, 1, 4, start_step=0, stop_step=20, workers=0, lengths=lengths,
+                     steps_per_message=8)
+    staged = dict(_StagedOnCpu(feed, "cpu", stage=True))
+    assert staged.keys() == plain.keys()
+    for step, batch in staged.items():
+        assert batch["inputs"].shape[1] == lengths.at(step)
+        assert torch.equal(batch["inputs"], plain[step]["inputs"])
+        assert torch.equal(batch["targets"], plain[step]["targets"])
 
 
 def test_a_resumed_run_trains_on_the_same_lengths_as_an_uninterrupted_one(tmp_path):

@@ -148,6 +148,8 @@ class _StepDataset:
             self._stream = TaskStream(self.task, seed=self.data_seed)
         batches = [self._stream_of(step).train_batch(step, self.batch_size, self.rank, self.world_size,
                                                      self.train_samples) for step in range(*steps)]
+        if self.lengths is not None:  # steps of several lengths: each padded to the message's longest
+            return stacked({key: padded([b[key] for b in batches]) for key in MODEL_FIELDS})
         return stacked({key: [b[key] for b in batches] for key in MODEL_FIELDS})
 
     def _stream_of(self, step: int) -> Any:
@@ -194,6 +196,18 @@ def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
     for key, v in parts.items():
         np.stack(v, out=out[key])
     return _InRing(reservation, out)
+
+
+def padded(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """The arrays zero-padded at the end of each axis to the largest shape among them, so that they stack (the
+    steps of one message at different lengths; `TrainFeed.trim` cuts each back to its own length).
+
+    >>> [a.shape for a in padded([np.ones((2, 3)), np.ones((2, 5))])]
+    [(2, 5), (2, 5)]
+    """
+    shape = tuple(max(sizes) for sizes in zip(*(a.shape for a in arrays), strict=True))
+    return [a if a.shape == shape else np.pad(a, [(0, m - n) for n, m in zip(a.shape, shape, strict=True)])
+            for a in arrays]
 
 
 class _InRing:
@@ -264,13 +278,14 @@ class TrainFeed:
         self.node_workers = node_workers(workers, local_processes)
         """The data workers of every training process on this machine (`local_processes`, torchrun's
         LOCAL_WORLD_SIZE): their rings share one /dev/shm, and messages are sized for the smallest."""
-        if lengths is not None:  # steps of several lengths do not stack: one step a message
-            steps_per_message = 1
-        k = steps_per_message or auto_steps_per_message(task.spec, batch_size,
+        self.task, self.lengths = task, lengths
+        self._shapes: dict[int, tuple[int, int]] = {}  # length -> (seq_len, l_output) of its steps
+        longest = task.spec if lengths is None else self._at(lengths.high).spec  # messages padded up to it
+        k = steps_per_message or auto_steps_per_message(longest, batch_size,
                                                         message_bytes(prefetch, workers=self.node_workers))
         self.steps_per_message = k
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
-            task.spec, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
+            longest, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = StepRanges(range(start_step, stop_step, k), stop_step)
         self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples, lengths)
@@ -295,7 +310,26 @@ class TrainFeed:
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         for steps, message in self.messages():
             for j, step in enumerate(steps):
-                yield step, {key: value[j] for key, value in message.items()}
+                yield step, self.trim(step, {key: value[j] for key, value in message.items()})
+
+    def _at(self, length: int) -> ResolvedTask:
+        from ..length_protocol import at_length
+
+        return at_length(self.task, length)
+
+    def trim(self, step: int, batch: dict[str, Any]) -> dict[str, Any]:
+        """Step `step`'s batch cut to its own length, when the run draws a length per step (`length_protocol`): a
+        worker pads the steps of a message to the longest among them so that they stack (`padded`); the batch
+        unchanged otherwise. `DeviceFeed` calls it after sending a step to the device."""
+        if self.lengths is None:
+            return batch
+        length = self.lengths.at(step)
+        if length not in self._shapes:
+            spec = self._at(length).spec
+            self._shapes[length] = spec.seq_len, spec.l_output
+        rows = dict(zip(MODEL_FIELDS, self._shapes[length], strict=True))
+        return {k: v[:, :rows[k]].contiguous() if k in rows and v.shape[1] != rows[k] else v
+                for k, v in batch.items()}
 
     def messages(self) -> Iterator[tuple[range, dict[str, torch.Tensor]]]:
         """(steps, {key: (len(steps), B_rank, ...) tensor}) as the workers send them (`DeviceFeed` copies a whole
