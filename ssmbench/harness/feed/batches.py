@@ -206,8 +206,14 @@ def padded(arrays: list[np.ndarray]) -> list[np.ndarray]:
     [(2, 5), (2, 5)]
     """
     shape = tuple(max(sizes) for sizes in zip(*(a.shape for a in arrays), strict=True))
-    return [a if a.shape == shape else np.pad(a, [(0, m - n) for n, m in zip(a.shape, shape, strict=True)])
-            for a in arrays]
+    out = []
+    for a in arrays:
+        if a.shape != shape:  # (np.pad costs ~10x more for these small arrays)
+            grown = np.zeros(shape, a.dtype)
+            grown[tuple(slice(0, n) for n in a.shape)] = a
+            a = grown
+        out.append(a)
+    return out
 
 
 class _InRing:
