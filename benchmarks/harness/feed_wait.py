@@ -7,7 +7,7 @@ timed, so worker start-up is excluded.
 
     python benchmarks/harness/feed_wait.py --tasks cumsum shift --length 4096 --workers 2 --step-ms 5.7
 
-`--train-lengths A-B` draws each step's length in [A, B] (train short, test long, `length_protocol`): the stacked
+`--train-lengths A-B` draws each step's length in [A, B] (train short, test long, `runtime.lengths`): the stacked
 messages then pad their steps to the longest and the feed cuts each back (`TrainFeed.trim`, inside the timed wait).
 """
 
@@ -54,7 +54,7 @@ def main() -> None:
     prefer_fork_safe_numba()
     lengths = None
     if args.train_lengths:
-        from ssmbench.harness.length_protocol import TrainLengths
+        from ssmbench.harness.runtime.lengths import TrainLengths
 
         low, high = (int(v) for v in args.train_lengths.split("-"))
         lengths, args.length = TrainLengths(low, high, 0), high

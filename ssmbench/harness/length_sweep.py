@@ -16,6 +16,7 @@ Example (a tiny CPU run, then the sweep):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 from .metrics.headlines import headline_keys
 from .results.run_folder import default_run_dir, load_checkpoint
+from .runtime.lengths import parse_lengths  # noqa: F401  (the CLI reads it from here)
 
 
 @dataclass(frozen=True)
@@ -38,41 +40,7 @@ class LengthSweep:
     rows: list[dict[str, Any]]
     """{"L": int, "run_dir": str, <headline metric>: float, ...} in the order the lengths were given."""
     train_range: tuple[int, int] | None = None
-    """The training lengths of a train-short-test-long run (`length_protocol`): shaded in the plot."""
-
-
-def parse_lengths(text: str, key: str = "--lengths") -> list[int]:
-    """'256,1024,4096' -> [256, 1024, 4096]; 'A-B' is every length from A to B, 'A-B:K' every K-th from A (B
-    included when it falls on the step); a usage error naming `key` (one line, the fix) for anything else.
-
-    >>> parse_lengths("256, 1024"), parse_lengths("41-44"), parse_lengths("40-64:8,128")
-    ([256, 1024], [41, 42, 43, 44], [40, 48, 56, 64, 128])
-    """
-    fix = f"e.g. {key} 256,1024,4096 or {key} 41-500 (every length) or {key} 40-256:8 (every 8th)"
-    bad = ConfigError(key, f"takes positive integers or ranges A-B[:K] separated by commas (got {text!r})", fix)
-    lengths: list[int] = []
-    try:
-        for part in (p.strip() for p in str(text).split(",")):
-            if not part:
-                continue
-            span, _, step = part.partition(":")
-            low, dash, high = span.partition("-")
-            if dash and low.strip():
-                a, b, k = int(low), int(high), int(step) if step else 1
-                if a > b or k < 1:
-                    raise bad
-                lengths.extend(range(a, b + 1, k))
-            elif step:
-                raise bad
-            else:
-                lengths.append(int(part))
-    except ValueError:
-        raise bad from None
-    if not lengths or any(n <= 0 for n in lengths):
-        raise bad
-    if len(set(lengths)) != len(lengths):
-        raise ConfigError(key, f"names a length twice ({text})", "give each length once")
-    return lengths
+    """The training lengths of a train-short-test-long run (`runtime.lengths`): shaded in the plot."""
 
 
 def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "test", *,
@@ -178,3 +146,25 @@ def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> N
     tmp.write_text(table)
     tmp.replace(sweep.folder / "lengths.md")
     plot(sweep, sweep.folder / "lengths.png", title)
+
+
+def score_lengths(cfg: Any, run: Any, *, quiet: bool = False) -> dict[str, Any]:
+    """Score the run's best checkpoint (last.pt when no validation improved) at every test length: the sweep in
+    RUN/lengths/, the plot in RUN/plots/lengths.png; returns the "lengths" entry of metrics.json."""
+    from .runtime.lengths import mean_over_lengths, test_lengths, train_lengths
+
+    checkpoint = run.best if run.best.exists() else run.last
+    lengths = test_lengths(cfg)
+    sweep = sweep_lengths(checkpoint, lengths, "test", out=run.path / "lengths", device=cfg.hardware.device,
+                          quiet=quiet)
+    span = train_lengths(cfg)
+    train_range = (span.low, span.high) if span else (int(cfg.task_config["L"]),) * 2
+    scored = [row for row in sweep.rows if "skipped" not in row]
+    metric = next(k for k in scored[0] if k not in ("L", "run_dir"))
+    rows = [{**row, "run_dir": str(Path(row["run_dir"]).relative_to(run.path))} if "run_dir" in row else row
+            for row in sweep.rows]
+    plot(dataclasses.replace(sweep, train_range=train_range), run.plots / "lengths.png",
+         f"{cfg.model} on {cfg.task}: test score against length")
+    return {"metric": metric, "split": "test", "train_lengths": list(train_range), "test_lengths": lengths,
+            "mean": mean_over_lengths(rows, metric), "rows": rows,
+            "skipped": [row["L"] for row in rows if "skipped" in row]}

@@ -15,9 +15,9 @@ from ssmbench.errors import ConfigError
 from ssmbench.harness.config.resolver import resolve_run
 from ssmbench.harness.feed.batches import TrainFeed
 from ssmbench.harness.feed.device_feed import DeviceFeed
-from ssmbench.harness.length_protocol import TrainLengths, at_length, model_length, output_rows, over_seeds
 from ssmbench.harness.packing import pack_key
 from ssmbench.harness.results.compare import build_table, load_runs, render_text
+from ssmbench.harness.runtime.lengths import TrainLengths, at_length, model_length, output_rows, over_seeds
 from ssmbench.harness.scoring import score_checkpoint
 from support import run_main
 

@@ -71,7 +71,7 @@ class TrainConfig:
     grad_clip: float | None = None
     """Clip the global gradient norm (None: no clipping, as in the paper)."""
     length_min: int | None = None
-    """Train short, test long (`length_protocol`): the task's L of each step drawn uniformly in [length_min,
+    """Train short, test long (`runtime.lengths`): the task's L of each step drawn uniformly in [length_min,
     length_max], a pure function of (data seed, step); None: every step at the task's L."""
     length_max: int | None = None
     """The longest training length of that range (both ends or neither)."""
@@ -97,7 +97,7 @@ class EvalConfig:
     """`exact` or `batchavg` (the paper's per-batch average) for the selection metric."""
     test_lengths: str | None = None
     """Train short, test long: the lengths the best checkpoint is scored at when training ends ("41-500",
-    "64,128,256", "40-256:8"), per-length scores and their mean in metrics.json (`length_protocol`)."""
+    "64,128,256", "40-256:8"), per-length scores and their mean in metrics.json (`runtime.lengths`)."""
     log_samples: bool = False
     """Write the test split's per-sample predictions to RUN/predictions/test.npz (`--log-samples`)."""
 
@@ -223,7 +223,7 @@ class RunConfig:
                 raise ConfigError("data.train_samples", f"applies to streamed tasks; {self.task} trains on its "
                                   "dataset folder's whole train split", "build a smaller folder with "
                                   f"`ssmbench generate {self.task} --n N` instead")
-        from ..length_protocol import check as check_lengths
+        from ..runtime.lengths import check as check_lengths
 
         check_lengths(self)
         if t.time_limit is not None:

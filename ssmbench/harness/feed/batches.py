@@ -127,7 +127,7 @@ def iterate_or_read_here(loader: Any, rest: Callable[[int], Iterable[Any]]) -> I
 
 class _StepDataset:
     """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1. With
-    `lengths` (`length_protocol.TrainLengths`), step s is drawn from the task's stream at the length of step s."""
+    `lengths` (`runtime.lengths.TrainLengths`), step s is drawn from the task's stream at the length of step s."""
 
     def __init__(self, task: ResolvedTask, data_seed: int, batch_size: int, rank: int, world_size: int,
                  train_samples: int | None = None, lengths: Any = None) -> None:
@@ -159,7 +159,7 @@ class _StepDataset:
         length = self.lengths.at(step)
         if length not in self._streams:
             from ...data.read.streaming import TaskStream
-            from ..length_protocol import at_length
+            from ..runtime.lengths import at_length
 
             self._streams[length] = TaskStream(at_length(self.task, length), seed=self.data_seed)
         return self._streams[length]
@@ -319,12 +319,12 @@ class TrainFeed:
                 yield step, self.trim(step, {key: value[j] for key, value in message.items()})
 
     def _at(self, length: int) -> ResolvedTask:
-        from ..length_protocol import at_length
+        from ..runtime.lengths import at_length
 
         return at_length(self.task, length)
 
     def trim(self, step: int, batch: dict[str, Any]) -> dict[str, Any]:
-        """Step `step`'s batch cut to its own length, when the run draws a length per step (`length_protocol`): a
+        """Step `step`'s batch cut to its own length, when the run draws a length per step (`runtime.lengths`): a
         worker pads the steps of a message to the longest among them so that they stack (`padded`); the batch
         unchanged otherwise. `DeviceFeed` calls it after sending a step to the device."""
         if self.lengths is None:

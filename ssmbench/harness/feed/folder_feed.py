@@ -216,7 +216,7 @@ def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> A
         feed = FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
         check_run_files(cfg, feed, env)
         return feed
-    from ..length_protocol import train_lengths
+    from ..runtime.lengths import train_lengths
     from .batches import TrainFeed
 
     return TrainFeed(cfg.resolved_task, None, d.seed, t.batch_size, start_step, t.steps, env.rank,

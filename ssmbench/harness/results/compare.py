@@ -168,7 +168,7 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 
 def _length_row(run: dict[str, Any], m: dict[str, Any]) -> list[dict[str, Any]]:
-    """A train-short-test-long run (`length_protocol`) adds a row `TASK [mean METRIC, test L A-B]` to its column:
+    """A train-short-test-long run (`runtime.lengths`) adds a row `TASK [mean METRIC, test L A-B]` to its column:
     its mean over the test lengths, whose cell shows the maximum over seeds and their mean ± std."""
     lengths = m.get("lengths")
     if not isinstance(lengths, dict) or lengths.get("mean") is None:
@@ -374,7 +374,7 @@ def _aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
         finite = [v for v in values if isinstance(v, int | float) and math.isfinite(v)]
         out[key] = statistics.fmean(finite) if finite else None
         out[f"{key}_std"] = statistics.stdev(finite) if len(finite) > 1 else None
-        if out.get("label") == "lengths":  # the protocol's row: also the best seed (`length_protocol.over_seeds`)
+        if out.get("label") == "lengths":  # the protocol's row: also the best seed (`runtime.lengths.over_seeds`)
             out[f"{key}_max"] = max(finite) if finite else None
     return out
 

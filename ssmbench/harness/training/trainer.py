@@ -36,12 +36,12 @@ from ..config.run_config import RunConfig
 from ..config.schedule import lr_factor
 from ..feed.device_feed import train_feed
 from ..feed.folder_feed import eval_set_for
-from ..length_protocol import build_spec, output_rows
 from ..metrics.objectives import Objective, objective_for
 from ..results.checkpoints import load_checkpoint, load_last, save_checkpoint
 from ..results.run_folder import RunFolder
 from ..runtime import distributed as D
 from ..runtime import time_limit
+from ..runtime.lengths import build_spec, output_rows
 from ..runtime.precision import (
     autocast_context,
     check_precision,
