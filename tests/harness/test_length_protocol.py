@@ -227,3 +227,14 @@ def test_a_folder_task_is_refused():
     listops = to_plain(get_task("listops_subtrees").presets["dlr"])
     with pytest.raises(ConfigError, match="no sequence length"):
         dataclasses.replace(cfg, task="listops_subtrees", task_config=listops).validate()
+
+
+def test_a_run_made_before_the_protocol_keys_existed_shares_its_column():
+    from ssmbench.harness.results.compare import config_group
+
+    new = resolve_run("dlr", "cumsum").to_json()
+    old = {**new, "train": {k: v for k, v in new["train"].items() if k not in ("length_min", "length_max")},
+           "eval": {k: v for k, v in new["eval"].items() if k != "test_lengths"}}
+    assert config_group(old) == config_group(new)
+    protocol = resolve_run("dlr", "cumsum", overrides={"train.length_min": 4, "train.length_max": 8}).to_json()
+    assert config_group(protocol) != config_group(new)

@@ -254,7 +254,8 @@ def row_name(task: str, task_config: dict[str, Any]) -> str:
 def config_group(cfg: dict[str, Any]) -> str:
     """8 hex of everything in a run's config that can change its scores, except the task and the training seed."""
     kept = {k: v for k, v in cfg.items() if k not in NOT_COMPARED}
-    for section, keys in NOT_COMPARED_SECTIONS.items():  # a None key is a key a run made before it existed lacks
+    for section, keys in {**NOT_COMPARED_SECTIONS, "train": ()}.items():  # a None key: one a run made before it
+        # existed lacks (train.length_min / length_max, eval.test_lengths, data.train_samples, ...)
         kept[section] = {k: v for k, v in cfg.get(section, {}).items() if k not in keys and v is not None}
     kept["L"] = cfg.get("task_config", {}).get("L")
     return config_sha256(kept)[:8]
