@@ -9,7 +9,7 @@ Three keys turn the protocol on (docs/benchmarks.md, "Train short, test long"):
   length: the task config of length L_s is the run's with `L` changed as `--length` changes it (`at_length`).
   Validation (checkpoint selection) and the ordinary test split stay at the run's own `L`.
 * `eval.test_lengths`: "41-500", "64,128,256" or "40-256:8" (every 8th length). When training ends, the best
-  checkpoint is scored at each (`length_sweep.sweep_lengths`, each length exactly as `ssmbench eval --checkpoint
+  checkpoint is scored at each (`length_sweep.score_lengths`: each length exactly as `ssmbench eval --checkpoint
   best.pt --length N`), into RUN/lengths/ (one scoring folder per length, lengths.md / .json / .png), with the
   per-length scores and their mean in metrics.json under "lengths" and the plot in RUN/plots/lengths.png.
 
@@ -35,13 +35,12 @@ import dataclasses
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..seeding import splitmix64, splitmix64_array
+from ...errors import ConfigError
+from ...seeding import splitmix64, splitmix64_array
 
 LENGTH_TAG = 0x4C454E47  # "LENG": the length stream of a data seed, apart from every sample key
 
@@ -74,8 +73,6 @@ def train_lengths(cfg: Any) -> TrainLengths | None:
 
 def test_lengths(cfg: Any) -> list[int]:
     """The lengths `eval.test_lengths` names, in order ([] when it names none)."""
-    from .length_sweep import parse_lengths
-
     text = cfg.eval.test_lengths
     return [] if text is None else parse_lengths(str(text), "eval.test_lengths")
 
@@ -105,7 +102,7 @@ def build_spec(cfg: Any, spec: Any) -> Any:
 def at_length(task: Any, length: int) -> Any:
     """The `ResolvedTask` of `task` (a run's) at length `length`, its config changed as `--length` changes it (the
     preset `length` selects, then the keys the run set on top), exactly as scoring a checkpoint at that length does."""
-    from ..task_config import ResolvedTask, rebase, to_plain
+    from ...task_config import ResolvedTask, rebase, to_plain
 
     if task.plain.get("L") == length:
         return task
@@ -149,26 +146,38 @@ def check(cfg: Any) -> None:
     test_lengths(cfg)
 
 
-def score_lengths(cfg: Any, run: Any, *, quiet: bool = False) -> dict[str, Any]:
-    """Score the run's best checkpoint (last.pt when no validation improved) at every test length: the sweep in
-    RUN/lengths/, the plot in RUN/plots/lengths.png; returns the "lengths" entry of metrics.json."""
-    from .length_sweep import plot, sweep_lengths
+def parse_lengths(text: str, key: str = "--lengths") -> list[int]:
+    """'256,1024,4096' -> [256, 1024, 4096]; 'A-B' is every length from A to B, 'A-B:K' every K-th from A (B
+    included when it falls on the step); a usage error naming `key` (one line, the fix) for anything else.
 
-    checkpoint = run.best if run.best.exists() else run.last
-    lengths = test_lengths(cfg)
-    sweep = sweep_lengths(checkpoint, lengths, "test", out=run.path / "lengths", device=cfg.hardware.device,
-                          quiet=quiet)
-    span = train_lengths(cfg)
-    train_range = (span.low, span.high) if span else (int(cfg.task_config["L"]),) * 2
-    scored = [row for row in sweep.rows if "skipped" not in row]
-    metric = next(k for k in scored[0] if k not in ("L", "run_dir"))
-    rows = [{**row, "run_dir": str(Path(row["run_dir"]).relative_to(run.path))} if "run_dir" in row else row
-            for row in sweep.rows]
-    plot(dataclasses.replace(sweep, train_range=train_range), run.plots / "lengths.png",
-         f"{cfg.model} on {cfg.task}: test score against length")
-    return {"metric": metric, "split": "test", "train_lengths": list(train_range), "test_lengths": lengths,
-            "mean": mean_over_lengths(rows, metric), "rows": rows,
-            "skipped": [row["L"] for row in rows if "skipped" in row]}
+    >>> parse_lengths("256, 1024"), parse_lengths("41-44"), parse_lengths("40-64:8,128")
+    ([256, 1024], [41, 42, 43, 44], [40, 48, 56, 64, 128])
+    """
+    fix = f"e.g. {key} 256,1024,4096 or {key} 41-500 (every length) or {key} 40-256:8 (every 8th)"
+    bad = ConfigError(key, f"takes positive integers or ranges A-B[:K] separated by commas (got {text!r})", fix)
+    lengths: list[int] = []
+    try:
+        for part in (p.strip() for p in str(text).split(",")):
+            if not part:
+                continue
+            span, _, step = part.partition(":")
+            low, dash, high = span.partition("-")
+            if dash and low.strip():
+                a, b, k = int(low), int(high), int(step) if step else 1
+                if a > b or k < 1:
+                    raise bad
+                lengths.extend(range(a, b + 1, k))
+            elif step:
+                raise bad
+            else:
+                lengths.append(int(part))
+    except ValueError:
+        raise bad from None
+    if not lengths or any(n <= 0 for n in lengths):
+        raise bad
+    if len(set(lengths)) != len(lengths):
+        raise ConfigError(key, f"names a length twice ({text})", "give each length once")
+    return lengths
 
 
 def mean_over_lengths(rows: Sequence[dict[str, Any]], metric: str) -> float | None:
