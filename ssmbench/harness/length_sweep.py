@@ -151,10 +151,10 @@ def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> N
 def score_lengths(cfg: Any, run: Any, *, quiet: bool = False) -> dict[str, Any]:
     """Score the run's best checkpoint (last.pt when no validation improved) at every test length: the sweep in
     RUN/lengths/, the plot in RUN/plots/lengths.png; returns the "lengths" entry of metrics.json."""
-    from .runtime.lengths import mean_over_lengths, test_lengths, train_lengths
+    from .runtime.lengths import eval_lengths, mean_over_lengths, train_lengths
 
     checkpoint = run.best if run.best.exists() else run.last
-    lengths = test_lengths(cfg)
+    lengths = eval_lengths(cfg)
     sweep = sweep_lengths(checkpoint, lengths, "test", out=run.path / "lengths", device=cfg.hardware.device,
                           quiet=quiet)
     span = train_lengths(cfg)

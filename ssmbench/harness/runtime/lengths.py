@@ -71,7 +71,7 @@ def train_lengths(cfg: Any) -> TrainLengths | None:
     return TrainLengths(int(t.length_min), int(t.length_max), int(cfg.data.seed))
 
 
-def test_lengths(cfg: Any) -> list[int]:
+def eval_lengths(cfg: Any) -> list[int]:
     """The lengths `eval.test_lengths` names, in order ([] when it names none)."""
     text = cfg.eval.test_lengths
     return [] if text is None else parse_lengths(str(text), "eval.test_lengths")
@@ -85,7 +85,7 @@ def in_use(cfg: Any) -> bool:
 
 def model_length(cfg: Any) -> int:
     """The longest input the run's model will see: max(L, train.length_max, the test lengths)."""
-    lengths = [int(cfg.task_config["L"]), *test_lengths(cfg)]
+    lengths = [int(cfg.task_config["L"]), *eval_lengths(cfg)]
     if cfg.train.length_max is not None:
         lengths.append(int(cfg.train.length_max))
     return max(lengths)
@@ -143,7 +143,7 @@ def check(cfg: Any) -> None:
             raise ConfigError("train.length_min", f"{t.length_min} exceeds train.length_max = {t.length_max}")
         for end in (t.length_min, t.length_max):  # the task's own bounds on L, with its message
             at_length(task, int(end))
-    test_lengths(cfg)
+    eval_lengths(cfg)
 
 
 def parse_lengths(text: str, key: str = "--lengths") -> list[int]:

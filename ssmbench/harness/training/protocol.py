@@ -46,7 +46,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
     from ..runtime import lengths as length_protocol
     from .trainer import train
 
-    if length_protocol.test_lengths(config) and score_lengths is None:
+    if length_protocol.eval_lengths(config) and score_lengths is None:
         raise ConfigError("eval.test_lengths", "scoring the test lengths needs the caller's length scoring",
                           "train through ssmbench.evaluate / the train_eval evaluator, or pass "
                           "score_lengths=ssmbench.harness.length_sweep.score_lengths")
@@ -78,7 +78,7 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
         finally:
             if ext is not None:
                 ext.close()
-        if length_protocol.test_lengths(config):  # train short, test long: the best checkpoint at each length
+        if length_protocol.eval_lengths(config):  # train short, test long: the best checkpoint at each length
             assert score_lengths is not None  # refused before training otherwise
             metrics["lengths"] = score_lengths(config, run, quiet=quiet)
         conclude(run, config, metrics, facts, start, env)
