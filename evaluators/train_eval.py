@@ -21,8 +21,10 @@ class TrainEval(Evaluator):
     def run(self, config: Any, *, out: str | Path | None = None, runs_root: str | Path = "runs",
             quiet: bool = False, logger: str | None = None, force: bool = False, **options: Any) -> Any:
         """`force`: train even when the estimated peak memory exceeds the device's free memory."""
+        from ssmbench.harness.length_sweep import score_lengths
         from ssmbench.harness.training.protocol import train_and_score
 
         if options:
             raise TypeError(f"train_eval takes no options {sorted(options)}")
-        return train_and_score(config, out, runs_root, quiet=quiet, logger=logger, force=force)
+        return train_and_score(config, out, runs_root, quiet=quiet, logger=logger, force=force,
+                               score_lengths=score_lengths)  # eval.test_lengths: the best checkpoint at each

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .config.run_config import RunConfig
+from .length_sweep import score_lengths
 from .results.checkpoints import load_last
 from .results.eval_result import EvalResult
 from .results.run_folder import RunFolder, run_lock
@@ -161,13 +162,13 @@ def resume(run_dir: str | Path, overrides: Mapping[str, Any] | None = None, quie
                                   "start a new run with more steps")
             with TL.scope(deadline):  # nothing was saved: the same run from step 0 (train_and_score says so)
                 return train_and_score(config, run.path, None, quiet=quiet, logger=logger, force=force,
-                                       restart=True)
+                                       restart=True, score_lengths=score_lengths)
         last = _refuse_steps_below_reached(run, config.train.steps)
         if run.finished:
             run.metrics_path.replace(run.path / "metrics.previous.json")
         with TL.scope(deadline):
             return train_and_score(config, run.path, None, resume=True, quiet=quiet, logger=logger, force=force,
-                                   last=last)
+                                   last=last, score_lengths=score_lengths)
 
 
 def _refuse_steps_below_reached(run: RunFolder, steps: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ Example (a tiny CPU run, then the sweep):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 from .metrics.headlines import headline_keys
 from .results.run_folder import default_run_dir, load_checkpoint
+from .runtime.lengths import parse_lengths  # noqa: F401  (the CLI reads it from here)
 
 
 @dataclass(frozen=True)
@@ -37,25 +39,8 @@ class LengthSweep:
     split: str
     rows: list[dict[str, Any]]
     """{"L": int, "run_dir": str, <headline metric>: float, ...} in the order the lengths were given."""
-
-
-def parse_lengths(text: str) -> list[int]:
-    """'256,1024,4096' -> [256, 1024, 4096]; a usage error (one line, the fix) for anything else.
-
-    >>> parse_lengths("256, 1024")
-    [256, 1024]
-    """
-    try:
-        lengths = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
-                          "e.g. --lengths 256,1024,4096") from None
-    if not lengths or any(n <= 0 for n in lengths):
-        raise ConfigError("--lengths", f"takes positive integers separated by commas (got {text!r})",
-                          "e.g. --lengths 256,1024,4096")
-    if len(set(lengths)) != len(lengths):
-        raise ConfigError("--lengths", f"names a length twice ({text})", "give each length once")
-    return lengths
+    train_range: tuple[int, int] | None = None
+    """The training lengths of a train-short-test-long run (`runtime.lengths`): shaded in the plot."""
 
 
 def sweep_lengths(checkpoint: str | Path, lengths: Sequence[int], split: str = "test", *,
@@ -133,7 +118,11 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
     lengths = [row["L"] for row in scored]
     for key in [k for k in scored[0] if k not in ("L", "run_dir", "mse")]:
         ax.plot(lengths, [row[key] for row in scored], marker="o", ms=4, lw=1.2, label=key)
-    ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
+    if sweep.train_range is not None and sweep.train_range[0] != sweep.train_range[1]:
+        low, high = sweep.train_range
+        ax.axvspan(low, high, color="grey", alpha=0.15, label=f"training lengths {low}-{high}")
+    else:
+        ax.axvline(sweep.trained_length, color="grey", ls=":", lw=1, label=f"trained (L={sweep.trained_length})")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="sequence length L", ylabel=f"{sweep.split} metric", title=title)
     ax.grid(alpha=0.3)
@@ -142,8 +131,12 @@ def plot(sweep: LengthSweep, out: Path, title: str = "") -> Path:
 
 
 def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> None:
+    import os
+
     from ..data.folder.atomic import atomic_write_json
 
+    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun every rank scores; rank 0 writes
+        return
     title = f"{config['model']} on {config['task']}: {sweep.split} score against length"
     atomic_write_json(sweep.folder / "lengths.json", {
         "checkpoint": str(checkpoint), "task": config["task"], "model": config["model"], "split": sweep.split,
@@ -153,3 +146,25 @@ def _write(sweep: LengthSweep, config: Mapping[str, Any], checkpoint: Path) -> N
     tmp.write_text(table)
     tmp.replace(sweep.folder / "lengths.md")
     plot(sweep, sweep.folder / "lengths.png", title)
+
+
+def score_lengths(cfg: Any, run: Any, *, quiet: bool = False) -> dict[str, Any]:
+    """Score the run's best checkpoint (last.pt when no validation improved) at every test length: the sweep in
+    RUN/lengths/, the plot in RUN/plots/lengths.png; returns the "lengths" entry of metrics.json."""
+    from .runtime.lengths import eval_lengths, mean_over_lengths, train_lengths
+
+    checkpoint = run.best if run.best.exists() else run.last
+    lengths = eval_lengths(cfg)
+    sweep = sweep_lengths(checkpoint, lengths, "test", out=run.path / "lengths", device=cfg.hardware.device,
+                          quiet=quiet)
+    span = train_lengths(cfg)
+    train_range = (span.low, span.high) if span else (int(cfg.task_config["L"]),) * 2
+    scored = [row for row in sweep.rows if "skipped" not in row]
+    metric = next(k for k in scored[0] if k not in ("L", "run_dir"))
+    rows = [{**row, "run_dir": str(Path(row["run_dir"]).relative_to(run.path))} if "run_dir" in row else row
+            for row in sweep.rows]
+    plot(dataclasses.replace(sweep, train_range=train_range), run.plots / "lengths.png",
+         f"{cfg.model} on {cfg.task}: test score against length")
+    return {"metric": metric, "split": "test", "train_lengths": list(train_range), "test_lengths": lengths,
+            "mean": mean_over_lengths(rows, metric), "rows": rows,
+            "skipped": [row["L"] for row in rows if "skipped" in row]}

@@ -7,7 +7,8 @@ equal, its evaluation sizes) and for the keys that only place a run (threads). R
 with the runs at the same step. The evaluator must be `train_eval`; fp16 (a loss scaler per member), `--compile`
 and an external logger keep runs one by one. Whether the built models really stack (a plug-in that declares
 `packable = False`, a forward that fails under vmap) is checked on the built models (`pack.pack_problem`), and a
-group that does not stack runs one by one with a line saying why.
+group that does not stack runs one by one with a line saying why. Runs of the train-short-test-long protocol
+(`runtime.lengths.in_use`: per-step lengths or test lengths) train one by one.
 
 Example:
     >>> from ssmbench.harness.config.resolver import resolve_run
@@ -39,9 +40,11 @@ MEMBER_KEYS = {
 def pack_key(config: Any, start_step: int) -> str | None:
     """The text equal for runs that can share a pack (None: this run trains alone), from its resolved config and
     the step it starts from."""
+    from .runtime.lengths import in_use
+
     h = config.hardware
-    if h.precision == "fp16" or h.compile or config.eval.log_samples:
-        return None
+    if h.precision == "fp16" or h.compile or config.eval.log_samples or in_use(config):
+        return None  # train short, test long: batches of one shape across a pack, and a scoring of its own
     shared = {k: v for k, v in config.to_json().items() if k not in MEMBER_KEYS["top"]}
     for section, keys in MEMBER_KEYS.items():
         if section != "top" and isinstance(shared.get(section), dict):

@@ -70,6 +70,11 @@ class TrainConfig:
     """Steps between training-loss lines in metrics.jsonl."""
     grad_clip: float | None = None
     """Clip the global gradient norm (None: no clipping, as in the paper)."""
+    length_min: int | None = None
+    """Train short, test long (`runtime.lengths`): the task's L of each step drawn uniformly in [length_min,
+    length_max], a pure function of (data seed, step); None: every step at the task's L."""
+    length_max: int | None = None
+    """The longest training length of that range (both ends or neither)."""
     time_limit: float | None = None
     """Wall-clock limit of this command in seconds (`--time-limit`; `-o` also takes 90s, 45m, 4h, 1h30m, 1:30:00):
     stop cleanly before it, resumable (exit 75). A setting of the command, not of the run: never stored in
@@ -90,6 +95,9 @@ class EvalConfig:
     """Selection metric on val: `auto` (min MSE for regression, max accuracy / macro-F1 for classification)."""
     monitor_variant: str = "exact"
     """`exact` or `batchavg` (the paper's per-batch average) for the selection metric."""
+    test_lengths: str | None = None
+    """Train short, test long: the lengths the best checkpoint is scored at when training ends ("41-500",
+    "64,128,256", "40-256:8"), per-length scores and their mean in metrics.json (`runtime.lengths`)."""
     log_samples: bool = False
     """Write the test split's per-sample predictions to RUN/predictions/test.npz (`--log-samples`)."""
 
@@ -218,6 +226,9 @@ class RunConfig:
                 raise ConfigError("data.train_samples", f"applies to streamed tasks; {self.task} trains on its "
                                   "dataset folder's whole train split", "build a smaller folder with "
                                   f"`ssmbench generate {self.task} --n N` instead")
+        from ..runtime.lengths import check as check_lengths
+
+        check_lengths(self)
         if t.time_limit is not None:
             from ..runtime.time_limit import parse_duration
 
@@ -277,7 +288,7 @@ _STEPS = Bound(1, MAX_STEPS, why="a billion steps, more than any protocol trains
 _BATCH = Bound(1, MAX_BATCH)
 BOUNDS: dict[str, Bound] = {
     "train.steps": _STEPS, "train.batch_size": _BATCH, "train.eval_every": _STEPS, "train.log_every": _STEPS,
-    "train.checkpoint_every": _STEPS, "train.schedule_steps": _STEPS, "train.warmup_steps": Bound(0, MAX_STEPS),
+    "train.checkpoint_every": _STEPS, "train.length_min": Bound(1, 2 ** 24), "train.length_max": Bound(1, 2 ** 24), "train.schedule_steps": _STEPS, "train.warmup_steps": Bound(0, MAX_STEPS),
     "train.lr": Bound(0, 10, low_open=True), "train.lr_ssm": Bound(0, 10, low_open=True),
     "train.weight_decay": Bound(0, 100), "train.beta1": Bound(0, 1, high_open=True),
     "train.beta2": Bound(0, 1, high_open=True),

@@ -126,14 +126,17 @@ def iterate_or_read_here(loader: Any, rest: Callable[[int], Iterable[Any]]) -> I
 
 
 class _StepDataset:
-    """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1."""
+    """Map-style dataset: item `(a, b)` stacks this rank's shares of the global batches of steps a .. b-1. With
+    `lengths` (`runtime.lengths.TrainLengths`), step s is drawn from the task's stream at the length of step s."""
 
     def __init__(self, task: ResolvedTask, data_seed: int, batch_size: int, rank: int, world_size: int,
-                 train_samples: int | None = None) -> None:
+                 train_samples: int | None = None, lengths: Any = None) -> None:
         self.task, self.data_seed = task, data_seed  # pickled to each worker with its config and Spec
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
         self.train_samples = train_samples
+        self.lengths = lengths
         self._stream = None
+        self._streams: dict[int, Any] = {}  # length -> TaskStream, made once per worker process
 
     def __len__(self) -> int:  # steps are unbounded; the sampler decides which ones are drawn
         return 2 ** 62
@@ -143,9 +146,23 @@ class _StepDataset:
             from ...data.read.streaming import TaskStream
 
             self._stream = TaskStream(self.task, seed=self.data_seed)
-        batches = [self._stream.train_batch(step, self.batch_size, self.rank, self.world_size, self.train_samples)
-                   for step in range(*steps)]
+        batches = [self._stream_of(step).train_batch(step, self.batch_size, self.rank, self.world_size,
+                                                     self.train_samples) for step in range(*steps)]
+        if self.lengths is not None:  # steps of several lengths: each padded to the message's longest
+            return stacked({key: padded([b[key] for b in batches]) for key in MODEL_FIELDS})
         return stacked({key: [b[key] for b in batches] for key in MODEL_FIELDS})
+
+    def _stream_of(self, step: int) -> Any:
+        """The stream step `step` draws from: the run's, or the one at the step's length."""
+        if self.lengths is None:
+            return self._stream
+        length = self.lengths.at(step)
+        if length not in self._streams:
+            from ...data.read.streaming import TaskStream
+            from ..runtime.lengths import at_length
+
+            self._streams[length] = TaskStream(at_length(self.task, length), seed=self.data_seed)
+        return self._streams[length]
 
 
 def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
@@ -179,6 +196,24 @@ def stacked(parts: Mapping[str, list[np.ndarray]]) -> Any:
     for key, v in parts.items():
         np.stack(v, out=out[key])
     return _InRing(reservation, out)
+
+
+def padded(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """The arrays zero-padded at the end of each axis to the largest shape among them, so that they stack (the
+    steps of one message at different lengths; `TrainFeed.trim` cuts each back to its own length).
+
+    >>> [a.shape for a in padded([np.ones((2, 3)), np.ones((2, 5))])]
+    [(2, 5), (2, 5)]
+    """
+    shape = tuple(max(sizes) for sizes in zip(*(a.shape for a in arrays), strict=True))
+    out = []
+    for a in arrays:
+        if a.shape != shape:  # (np.pad costs ~10x more for these small arrays)
+            grown = np.zeros(shape, a.dtype)
+            grown[tuple(slice(0, n) for n in a.shape)] = a
+            a = grown
+        out.append(a)
+    return out
 
 
 class _InRing:
@@ -242,21 +277,24 @@ class TrainFeed:
                  batch_size: int, start_step: int,
                  stop_step: int, rank: int = 0, world_size: int = 1, workers: int = 1, prefetch: int = 4,
                  pin_memory: bool = False, steps_per_message: int | None = None,
-                 train_samples: int | None = None, local_processes: int = 1) -> None:
+                 train_samples: int | None = None, local_processes: int = 1, lengths: Any = None) -> None:
         task = ResolvedTask.settle(task, task_config)
         self.start, self.stop = start_step, stop_step
         self.workers = workers
         self.node_workers = node_workers(workers, local_processes)
         """The data workers of every training process on this machine (`local_processes`, torchrun's
         LOCAL_WORLD_SIZE): their rings share one /dev/shm, and messages are sized for the smallest."""
-        k = steps_per_message or auto_steps_per_message(task.spec, batch_size,
+        self.task, self.lengths = task, lengths
+        self._shapes: dict[int, tuple[int, int]] = {}  # length -> (seq_len, l_output) of its steps
+        longest = task.spec if lengths is None else self._at(lengths.high).spec  # messages padded up to it
+        k = steps_per_message or auto_steps_per_message(longest, batch_size,
                                                         message_bytes(prefetch, workers=self.node_workers))
         self.steps_per_message = k
         self.steps_per_message_full = steps_per_message or auto_steps_per_message(
-            task.spec, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
+            longest, batch_size, message_bytes(prefetch, ring_bytes=RING_BYTES))
         """What a message would hold with a full-sized ring for every worker (enough free /dev/shm)."""
         self.ranges = StepRanges(range(start_step, stop_step, k), stop_step)
-        self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples)
+        self.dataset = _StepDataset(task, data_seed, batch_size, rank, world_size, train_samples, lengths)
         self.loader = step_loader(self.dataset, self.ranges, workers, prefetch, pin_memory)
 
     def shm_note(self) -> str | None:
@@ -278,7 +316,26 @@ class TrainFeed:
     def __iter__(self) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         for steps, message in self.messages():
             for j, step in enumerate(steps):
-                yield step, {key: value[j] for key, value in message.items()}
+                yield step, self.trim(step, {key: value[j] for key, value in message.items()})
+
+    def _at(self, length: int) -> ResolvedTask:
+        from ..runtime.lengths import at_length
+
+        return at_length(self.task, length)
+
+    def trim(self, step: int, batch: dict[str, Any]) -> dict[str, Any]:
+        """Step `step`'s batch cut to its own length, when the run draws a length per step (`runtime.lengths`): a
+        worker pads the steps of a message to the longest among them so that they stack (`padded`); the batch
+        unchanged otherwise. `DeviceFeed` calls it after sending a step to the device."""
+        if self.lengths is None:
+            return batch
+        length = self.lengths.at(step)
+        if length not in self._shapes:
+            spec = self._at(length).spec
+            self._shapes[length] = spec.seq_len, spec.l_output
+        rows = dict(zip(MODEL_FIELDS, self._shapes[length], strict=True))
+        return {k: v[:, :rows[k]].contiguous() if k in rows and v.shape[1] != rows[k] else v
+                for k, v in batch.items()}
 
     def messages(self) -> Iterator[tuple[range, dict[str, torch.Tensor]]]:
         """(steps, {key: (len(steps), B_rank, ...) tensor}) as the workers send them (`DeviceFeed` copies a whole

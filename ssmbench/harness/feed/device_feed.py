@@ -117,6 +117,7 @@ class DeviceFeed:
         helper.start()
         del first  # the helper's now: a message held here would keep its worker's ring slot busy for the whole run
         gpu_before = self.gpu_waited
+        trim = getattr(self.feed, "trim", None)
         try:
             while True:
                 item = ready.get()
@@ -133,6 +134,8 @@ class DeviceFeed:
                     for key in self.fields:
                         if isinstance(batch.get(key), torch.Tensor) and key in self._buffers[slot]:
                             batch[key] = self._to_device(batch[key])
+                    if trim is not None:  # a step padded to its message's longest: cut to its own length
+                        batch = trim(step, batch)
                     if j == len(steps) - 1:  # the message's last copies are queued: the event follows them
                         self._guards[slot] = self._record(self._guards[slot])
                         free.put(slot)  # the helper waits on the event before writing the buffer again

@@ -216,11 +216,12 @@ def feed_for(cfg: Any, start_step: int, env: Any, pin_memory: bool = False) -> A
         feed = FolderFeed(steps, start_step, t.steps, d.workers, d.prefetch, pin_memory)
         check_run_files(cfg, feed, env)
         return feed
+    from ..runtime.lengths import train_lengths
     from .batches import TrainFeed
 
     return TrainFeed(cfg.resolved_task, None, d.seed, t.batch_size, start_step, t.steps, env.rank,
                      env.world_size, d.workers, d.prefetch, pin_memory=pin_memory, train_samples=d.train_samples,
-                     local_processes=env.local_world_size)
+                     local_processes=env.local_world_size, lengths=train_lengths(cfg))
 
 
 def check_run_files(cfg: Any, feed: FolderFeed, env: Any) -> None:

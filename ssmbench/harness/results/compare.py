@@ -161,9 +161,21 @@ def load_runs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             continue
         try:
             runs.append(_summary(path, m, cfg, metrics_file.stat().st_mtime))
+            runs.extend(_length_row(runs[-1], m))
         except (KeyError, TypeError, AttributeError) as exc:  # a metrics.json or config.json of another shape
             _skip(path, f"metrics.json or config.json lacks what compare reads ({type(exc).__name__}: {exc})")
     return runs
+
+
+def _length_row(run: dict[str, Any], m: dict[str, Any]) -> list[dict[str, Any]]:
+    """A train-short-test-long run (`runtime.lengths`) adds a row `TASK [mean METRIC, test L A-B]` to its column:
+    its mean over the test lengths, whose cell shows the maximum over seeds and their mean ± std."""
+    lengths = m.get("lengths")
+    if not isinstance(lengths, dict) or lengths.get("mean") is None:
+        return []
+    tested = lengths["test_lengths"]
+    task = f"{run['task']} [mean {lengths['metric']}, test L {min(tested)}-{max(tested)}]"
+    return [{**run, "task": task, "time_per_step_s": None, "cells": {"label": "lengths", "mean": lengths["mean"]}}]
 
 
 def _summary(path: Path, m: dict[str, Any], cfg: dict[str, Any], time: float) -> dict[str, Any]:
@@ -242,7 +254,8 @@ def row_name(task: str, task_config: dict[str, Any]) -> str:
 def config_group(cfg: dict[str, Any]) -> str:
     """8 hex of everything in a run's config that can change its scores, except the task and the training seed."""
     kept = {k: v for k, v in cfg.items() if k not in NOT_COMPARED}
-    for section, keys in NOT_COMPARED_SECTIONS.items():  # a None key is a key a run made before it existed lacks
+    for section, keys in {**NOT_COMPARED_SECTIONS, "train": ()}.items():  # a None key: one a run made before it
+        # existed lacks (train.length_min / length_max, eval.test_lengths, data.train_samples, ...)
         kept[section] = {k: v for k, v in cfg.get(section, {}).items() if k not in keys and v is not None}
     kept["L"] = cfg.get("task_config", {}).get("L")
     return config_sha256(kept)[:8]
@@ -362,6 +375,8 @@ def _aggregate(cells: list[dict[str, Any]]) -> dict[str, Any]:
         finite = [v for v in values if isinstance(v, int | float) and math.isfinite(v)]
         out[key] = statistics.fmean(finite) if finite else None
         out[f"{key}_std"] = statistics.stdev(finite) if len(finite) > 1 else None
+        if out.get("label") == "lengths":  # the protocol's row: also the best seed (`runtime.lengths.over_seeds`)
+            out[f"{key}_max"] = max(finite) if finite else None
     return out
 
 
@@ -421,6 +436,9 @@ def _cell(c: dict[str, Any] | None) -> str:
 
     count = f" (n={c['n']})" if c.get("n", 1) > 1 else ""
     count += f" (test {c['partial']})" if c.get("partial") else ""
+    if c.get("label") == "lengths":
+        best = c.get("mean_max")
+        return f"{f('mean')}{count}" if c.get("n", 1) == 1 or best is None else f"max {best:.3f} / {f('mean')}{count}"
     if "label" in c:
         return f"{c['label']} {f('a')} / {f('b')}{count}"
     return f"{f('r2')} / {f('r2_batchavg')}{count}"
@@ -470,6 +488,10 @@ def legend_text(table: dict[str, Any]) -> str:
         text += (" `[scored L=N]`: a checkpoint scored on test by `eval --checkpoint` / `--lengths` at length N, "
                  "in the column of the run that trained it (second number: per-batch test R²); `[untrained]`: a "
                  "fresh model scored.")
+    if "lengths" in kinds:
+        text += (" `[mean M, test L A-B]`: train short, test long: each seed's M averaged over the test lengths; "
+                 "several seeds: max over seeds (the number Delétang et al. and Grazzi et al. report: best of 10 "
+                 "and of 3 seeds) / mean ± std over seeds.")
     if any(c.get("partial") for c in cells):
         text += " (test n/N): scored on n of the N test samples the full test set has."
     if any(" cfg " in col["label"] for col in table["columns"]):

@@ -14,6 +14,7 @@ import dataclasses
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +30,26 @@ NOT_DEFINING = {"data": ("workers", "prefetch", "path"), "hardware": ("device", 
 
 def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | Path | None, *, resume: bool = False,
                     quiet: bool = False, logger: str | None = None, force: bool = False,
-                    restart: bool = False, last: dict[str, Any] | None = None) -> EvalResult:
+                    restart: bool = False, last: dict[str, Any] | None = None,
+                    score_lengths: Callable[..., dict[str, Any]] | None = None) -> EvalResult:
     """The `train_eval` protocol: build the model once, check it (output shape, causality, memory: `force` runs a
     model whose estimated peak memory exceeds the device's free memory), train with selection on val, score test.
     `restart`: `out` holds this run's config.json and no saved step; start it again from step 0 (`resume`).
-    `last`: with `resume`, the run's last.pt as `resume` loaded it already."""
+    `last`: with `resume`, the run's last.pt as `resume` loaded it already. `score_lengths`
+    (`length_sweep.score_lengths`, passed by the entry points above this floor): a run with `eval.test_lengths`
+    scores its best checkpoint at each, under the folder's lock, into metrics.json's "lengths"."""
     import torch
 
     from ..feed.batches import prefer_fork_safe_numba
     from ..results.loggers import check_logger, make_logger
     from ..runtime import distributed as D
+    from ..runtime import lengths as length_protocol
     from .trainer import train
 
+    if length_protocol.eval_lengths(config) and score_lengths is None:
+        raise ConfigError("eval.test_lengths", "scoring the test lengths needs the caller's length scoring",
+                          "train through ssmbench.evaluate / the train_eval evaluator, or pass "
+                          "score_lengths=ssmbench.harness.length_sweep.score_lengths")
     prefer_fork_safe_numba()
     check_logger(logger)
     config, threads = with_threads(config, config.data.workers)
@@ -69,6 +78,9 @@ def train_and_score(config: RunConfig, out: str | Path | None, runs_root: str | 
         finally:
             if ext is not None:
                 ext.close()
+        if length_protocol.eval_lengths(config):  # train short, test long: the best checkpoint at each length
+            assert score_lengths is not None  # refused before training otherwise
+            metrics["lengths"] = score_lengths(config, run, quiet=quiet)
         conclude(run, config, metrics, facts, start, env)
     return EvalResult(run.path, config, metrics)
 

@@ -41,6 +41,7 @@ from ..results.checkpoints import load_checkpoint, load_last, save_checkpoint
 from ..results.run_folder import RunFolder
 from ..runtime import distributed as D
 from ..runtime import time_limit
+from ..runtime.lengths import build_spec, output_rows
 from ..runtime.precision import (
     autocast_context,
     check_precision,
@@ -110,7 +111,8 @@ def setup(cfg: RunConfig, env: D.DistEnv | None = None) -> Setup:
     env = env or D.init_distributed(cfg.hardware.device)
     check_precision(cfg.hardware.precision, env.device)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, spec, dict(cfg.model_overrides), allow_noncausal=cfg.allow_noncausal)
+    model = build_model(cfg.model, build_spec(cfg, spec), dict(cfg.model_overrides),  # l_max: the longest length
+                        allow_noncausal=cfg.allow_noncausal)
     model.to(env.device)
     if cfg.hardware.precision != "fp32":
         keep_mixers_float32(model)
@@ -262,8 +264,8 @@ def update(loop: Loop, batch: dict[str, torch.Tensor], scaled: bool = False) -> 
     s, opt, scaler = loop.s, loop.optimizer, loop.scaler
     x = batch["inputs"].to(s.env.device, non_blocking=True)   # (B_rank, T, ...)
     y = batch["targets"].to(s.env.device, non_blocking=True)  # (B_rank, l_output, ...)
-    with autocast_context(s.cfg.hardware.precision, s.env.device):
-        loss = s.objective.loss(s.model(x), y)
+    with autocast_context(s.cfg.hardware.precision, s.env.device), output_rows(s.bare, y.shape[1]):
+        loss = s.objective.loss(s.model(x), y)  # output_rows: a step at another length has other target rows
     opt.zero_grad(set_to_none=True)
     if scaled:
         scaler.scale(loss).backward()
