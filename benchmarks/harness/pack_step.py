@@ -18,17 +18,26 @@ import time
 import torch
 
 
-def members(model: str, task: str, n: int) -> list:
+DEVICE = torch.device("cpu")
+"""Where the members train (`--device`)."""
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+
+
+def members(model: str, task: str, n: int, setting: str = "quick") -> list:
     from ssmbench.harness.config.resolver import resolve_run
 
-    return [resolve_run(model, task, "quick", seed=i) for i in range(n)]
+    return [resolve_run(model, task, setting, seed=i) for i in range(n)]
 
 
 def build(cfg) -> torch.nn.Module:
     from ssmbench.harness.models.build import build_model
 
     torch.manual_seed(cfg.seed)
-    return build_model(cfg.model, cfg.resolved_task.spec, dict(cfg.model_overrides))
+    return build_model(cfg.model, cfg.resolved_task.spec, dict(cfg.model_overrides)).to(DEVICE)
 
 
 def batches(cfg, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -38,7 +47,7 @@ def batches(cfg, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     out = []
     for step in range(steps):
         b = stream.train_batch(step, cfg.train.batch_size)
-        out.append((torch.from_numpy(b["inputs"]), torch.from_numpy(b["targets"])))
+        out.append((torch.from_numpy(b["inputs"]).to(DEVICE), torch.from_numpy(b["targets"]).to(DEVICE)))
     return out
 
 
@@ -56,11 +65,13 @@ def time_single(cfgs, data, steps: int, warmup: int) -> float:
         objective = objective_for(cfg.resolved_task.spec, cfg.eval.metric_batch_size)
         for step, (x, y) in enumerate(feed[:warmup + steps]):
             if step == warmup:
+                _sync()
                 start = time.perf_counter()
             loss = objective.loss(model(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        _sync()
         total += time.perf_counter() - start
     return total / steps / len(cfgs)
 
@@ -76,6 +87,7 @@ def time_packed(cfgs, data, steps: int, warmup: int) -> float:
     objective = objective_for(cfgs[0].resolved_task.spec, cfgs[0].eval.metric_batch_size)
     for step in range(warmup + steps):
         if step == warmup:
+            _sync()
             start = time.perf_counter()
         x = torch.stack([feed[step][0] for feed in data])  # (N, B, T, ...)
         y = torch.stack([feed[step][1] for feed in data])
@@ -84,6 +96,7 @@ def time_packed(cfgs, data, steps: int, warmup: int) -> float:
         opt.zero_grad()
         loss.backward()
         opt.step()
+    _sync()
     return (time.perf_counter() - start) / steps
 
 
@@ -94,11 +107,15 @@ def main() -> None:
     ap.add_argument("--members", type=int, nargs="+", default=[4])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--setting", default="quick", choices=["quick", "paper"])
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
-    print(f"{args.model} on {args.task} (quick preset), torch threads {torch.get_num_threads()}, "
+    global DEVICE
+    DEVICE = torch.device(args.device)
+    print(f"{args.model} on {args.task} ({args.setting} preset, {DEVICE}), torch threads {torch.get_num_threads()}, "
           f"{args.steps} timed steps after {args.warmup}")
     for n in args.members:
-        cfgs = members(args.model, args.task, n)
+        cfgs = members(args.model, args.task, n, args.setting)
         data = [batches(cfg, args.warmup + args.steps) for cfg in cfgs]
         one = time_single(cfgs, data, args.steps, args.warmup)
         packed = time_packed(cfgs, data, args.steps, args.warmup)

@@ -36,7 +36,9 @@ def main() -> None:
     parser.add_argument("--task", default="mqar")
     parser.add_argument("--seeds", type=int, nargs="+", default=[4])
     parser.add_argument("--no-single", action="store_true", help="skip the one-seed baseline")
-    parser.add_argument("--no-unpacked", action="store_true", help="skip the one-by-one (--no-pack) commands")
+    parser.add_argument("--no-unpacked", action="store_true", help="skip the one-by-one (--pack never) commands")
+    parser.add_argument("--auto", action="store_true", help="also the default policy (--pack auto: packs where a "
+                        "packed step measures faster)")
     parser.add_argument("-o", dest="overrides", action="append", default=[])
     a = parser.parse_args()
     keys = [x for k in a.overrides for x in ("-o", k)]
@@ -49,11 +51,17 @@ def main() -> None:
             print(f"  1 seed alone:            {base:7.1f} s")
         for n in a.seeds:
             seeds = ",".join(str(i) for i in range(n))
-            packed = run(["--model", a.model, "--task", a.task, "--seeds", seeds, *keys], root / f"packed{n}")
+            packed = run(["--model", a.model, "--task", a.task, "--seeds", seeds, "--pack", "always", *keys],
+                         root / f"packed{n}")
             ratio = f"  ({packed / base:.2f}x one seed)" if base else ""
             print(f"  {n} seed(s) packed:        {packed:7.1f} s{ratio}")
+            if a.auto:
+                auto = run(["--model", a.model, "--task", a.task, "--seeds", seeds, *keys], root / f"auto{n}")
+                packs = len(list((root / f"auto{n}").glob("*/pack.json")))
+                ratio = f"  ({auto / base:.2f}x one seed)" if base else ""
+                print(f"  {n} seed(s) --pack auto:   {auto:7.1f} s{ratio}  ({packs} of {n} runs packed)")
             if not a.no_unpacked:
-                alone = run(["--model", a.model, "--task", a.task, "--seeds", seeds, "--no-pack", *keys],
+                alone = run(["--model", a.model, "--task", a.task, "--seeds", seeds, "--pack", "never", *keys],
                             root / f"alone{n}")
                 ratio = f"  ({alone / base:.2f}x one seed)" if base else ""
                 print(f"  {n} seed(s) one by one:    {alone:7.1f} s{ratio};  packed / one by one = "

@@ -19,6 +19,7 @@ host-bound step (one whose GPU work is shorter than the host's time to launch it
     python benchmarks/harness/step_ab.py --models dlr s4d --setting quick                    # this CPU
     python benchmarks/harness/step_ab.py --setting paper --device cuda --workers 4 --busy    # a GPU machine
     python benchmarks/harness/step_ab.py --setting paper --device cuda --workers 4 --compile --models dlr s4d
+    python benchmarks/harness/step_ab.py --setting paper --device cuda --workers 4 --cuda-graph --busy  # graphs
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def device_busy(f, steps: int, device: torch.device) -> tuple[float, float]:
 
 
 def compare(model: str, setting: str, device: str, workers: int, rounds: int, window: int,
-            compile_model: bool = False, busy: dict | None = None) -> dict[str, tuple[float, float, float]]:
+            compile_model: bool = False, busy: dict | None = None,
+            cuda_graph: bool = False) -> dict[str, tuple[float, float, float]]:
     """Per kind (bare / train_step / train_step + feed), medians over `rounds` interleaved rounds of seconds per
     step: (wall, the training thread's CPU, its time waiting for a core). With `busy` (a dict) on CUDA, each kind's
     `device_busy` over one more round is stored in it."""
@@ -88,7 +90,7 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
     steps = 3 * rounds * window + 10
     cfg = resolve_run(model, "cumsum", SETTINGS[setting], overrides={
         "train.steps": steps, "data.workers": workers, "hardware.device": device, "eval.val_samples": 16,
-        "hardware.compile": compile_model})
+        "hardware.compile": compile_model, "hardware.cuda_graph": cuda_graph})
     apply_threads(cfg.hardware.threads, cfg.data.workers)
     s = trainer.setup(cfg)
     dev = s.env.device
@@ -103,6 +105,9 @@ def compare(model: str, setting: str, device: str, workers: int, rounds: int, wi
         bare = bare_step(model_, opt, x, y)
         kinds = {"bare": bare, "train_step": lambda: trainer.train_step(loop, resident),
                  "train_step + feed": lambda: trainer.train_step(loop, next(feed)[1])}
+        if cuda_graph:  # the captured step (3 eager steps, then one graph a step) on the next batch of the feed
+            graphed = trainer.step_function(loop)
+            kinds["graph + feed"] = lambda: graphed(next(feed)[1])
         for f in kinds.values():  # warm-up: allocator, kernels, the workers' start-up
             for _ in range(3):
                 f()
@@ -145,13 +150,16 @@ def main() -> None:
                     "a step the device spends in kernels (a host-bound step leaves it idle)")
     ap.add_argument("--compile", action="store_true", help="-o hardware.compile=true: torch.compile the model (fewer, "
                     "fused kernels: what a step bound by the host's launches gains)")
+    ap.add_argument("--cuda-graph", action="store_true", help="-o hardware.cuda_graph=true: also the step captured as "
+                    "a CUDA graph and replayed (`graph + feed`; its optimiser is capturable in every kind)")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {args.setting} setting (cumsum), device {args.device}, {args.workers} "
           f"worker(s), {args.rounds} rounds x {args.window} steps, medians per step"
           f"{', torch.compile' if args.compile else ''}", flush=True)
     for model in args.models:
         busy: dict | None = {} if args.busy else None
-        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window, args.compile, busy)
+        m = compare(model, args.setting, args.device, args.workers, args.rounds, args.window, args.compile, busy,
+                    args.cuda_graph)
         base = m["bare"][0]
         print(f"{model:10s} " + "  ".join(f"{k} {1e3 * v[0]:8.2f} ms ({100 * (v[0] / base - 1):+5.1f} %)"
                                           for k, v in m.items()), flush=True)

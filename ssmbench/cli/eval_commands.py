@@ -122,9 +122,10 @@ class GroupsHelp(click.Option):
 @click.option("--log-samples", is_flag=True, help="Also write the test split's per-sample predictions to "
               "RUN/predictions/test.npz (-o eval.log_samples=true).")
 @click.option("--force", is_flag=True, help="Train even when the estimated peak memory exceeds the free memory.")
-@click.option("--no-pack", "no_pack", is_flag=True, help="A suite trains its runs one by one, not as packs (runs "
-              "sharing an architecture and shapes, e.g. --seeds, train as one stacked model by default; the "
-              "results are the same).")
+@click.option("--pack", "pack", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Runs of a suite sharing an architecture and shapes (--seeds, same-shaped tasks) train as one "
+                   "stacked model: auto where a packed step measures faster on this device, always, or never (one "
+                   "by one). The results are the same.")
 @click.option("--allow-noncausal", is_flag=True, help="Run a mixer declaring causal = False on a causal task "
               "(results are marked non-compliant).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or per-evaluation lines on stderr.")
@@ -346,7 +347,7 @@ def _request_parts(given: dict[str, Any], keys: dict[str, Any], deadline: Any) -
     options = RunOptions(device=given["device"], precision=given["precision"], compile=given["compile_"], cuda_graph=given["cuda_graph"],
                          data=given["data"], out=given["out"], runs_root=given["runs_root"], quiet=given["quiet"],
                          logger=given["logger"], force=given["force"], time_limit=deadline,
-                         pack=not given["no_pack"])
+                         pack=given["pack"])
     return {"model": given["model"], "selector": TaskSelector(given["task"], given["length"], given["size"]),
             "settings": settings, "options": options, "resume_dir": given["resume_dir"], "checkpoint": checkpoint,
             "lengths": lengths}

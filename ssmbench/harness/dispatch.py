@@ -142,14 +142,14 @@ def _suite(request: RunRequest, report: Callable[[EvalResult], None] | None) -> 
         return evaluation.evaluate_request(request.member(task, out, seed, time_limit))
 
     packer = None
-    if o.pack and s.evaluator == "train_eval":
+    if o.pack != "never" and s.evaluator == "train_eval":
         from .config.resolver import resolve_request
         from .packing import SuitePacker
 
         def resolve(task: str, out: Path, seed: int | None) -> Any:
             return resolve_request(request.member(task, out, seed))
 
-        packer = SuitePacker(resolve, quiet=o.quiet, force=o.force)
+        packer = SuitePacker(resolve, quiet=o.quiet, force=o.force, policy=o.pack)
     root, results = run_suite(model, task or "atomic", one_run, evaluation.resume, preset=s.preset, out=o.out,
                               settings=identity, seeds=list(s.seeds), report=report, runs_root=o.runs_root,
                               quiet=o.quiet, time_limit=o.time_limit, overrides=s.overrides, force=o.force,

@@ -5,7 +5,9 @@ in their configs is equal but for what a member may hold on its own (`MEMBER_KEY
 learning rate, weight decay, AdamW constants and schedule, its task and task config when the task's shapes are
 equal, its evaluation sizes) and for the keys that only place a run (threads). Runs resumed from a last.pt pack
 with the runs at the same step. The evaluator must be `train_eval`; fp16 (a loss scaler per member), `--compile`
-and an external logger keep runs one by one. Whether the built models really stack (a plug-in that declares
+and an external logger keep runs one by one. Whether packing pays is measured on the built models (`--pack auto`, the
+default: a packed forward and backward against the members' one by one, `pack_protocol.pack_pays`; `always` skips
+the timing). Whether the built models really stack (a plug-in that declares
 `packable = False`, a forward that fails under vmap) is checked on the built models (`pack.pack_problem`), and a
 group that does not stack runs one by one with a line saying why. Runs of the train-short-test-long protocol
 (`runtime.lengths.in_use`: per-step lengths or test lengths) train one by one.
@@ -73,8 +75,8 @@ class SuitePacker:
     config as the single run would (`resolver.resolve_request` of the suite's member request)."""
 
     def __init__(self, resolve: Callable[[str, Path, int | None], Any], *, quiet: bool = False,
-                 force: bool = False) -> None:
-        self.resolve, self.quiet, self.force = resolve, quiet, force
+                 force: bool = False, policy: str = "auto") -> None:
+        self.resolve, self.quiet, self.force, self.policy = resolve, quiet, force, policy
 
     def group(self, pending: Sequence[Pending], logger: str | None = None) -> list[list[Pending]]:
         """The pending runs in groups (each in suite order, groups in the order of their first run); a group of
@@ -112,7 +114,7 @@ class SuitePacker:
         from .training.pack_protocol import PackMember, train_and_score_pack
 
         members = [PackMember(p.config, p.path, resume=p.last is not None, last=p.last) for p in group]
-        return train_and_score_pack(members, quiet=self.quiet, force=self.force)
+        return train_and_score_pack(members, quiet=self.quiet, force=self.force, policy=self.policy)
 
 
 def _saved(run: Any) -> tuple[Any, dict[str, Any]]:

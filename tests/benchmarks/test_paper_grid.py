@@ -104,4 +104,4 @@ def test_packed_mode_runs_each_models_preset_cells_as_one_suite_of_tasks_by_seed
         [("dlr", ["dlr-shift-s0", "dlr-cumsum-s1", "dlr-shift-s1"]), ("attention", ["attention-mips-s0"])]
     argv = grid.suite_command("dlr", suites[0][1], "cuda", 2, Path("runs/suite-dlr"), None)
     assert argv[argv.index("--task") + 1] == "shift,cumsum" and argv[argv.index("--seeds") + 1] == "0,1"
-    assert "--no-pack" not in argv and argv[argv.index("--preset") + 1] == "paper"
+    assert "--pack" not in argv and argv[argv.index("--preset") + 1] == "paper"

@@ -86,9 +86,10 @@ class RunOptions:
     logger: str | None = None
     force: bool = False
     time_limit: Deadline | float | str | None = None
-    pack: bool = True
-    """A suite trains the runs that share an architecture and shapes as packs (one stacked model); False: one by
-    one (`--no-pack`). Either way each run's results are its single run's."""
+    pack: str = "auto"
+    """How a suite trains the runs that share an architecture and shapes: `auto` as packs (one stacked model) where
+    a packed step measures faster on this device, `always` as packs, `never` one by one. Either way each run's
+    results are its single run's."""
 
     def hardware_keys(self) -> dict[str, Any]:
         """`--device`, `--precision`, `--compile` as `-o` keys (applied after the user's own keys)."""

@@ -53,11 +53,13 @@ class PackMember:
     last: dict[str, Any] | None = None
 
 
-def train_and_score_pack(members: Sequence[PackMember], *, quiet: bool = False,
-                         force: bool = False) -> list[EvalResult | SsmbenchError]:
+def train_and_score_pack(members: Sequence[PackMember], *, quiet: bool = False, force: bool = False,
+                         policy: str = "always") -> list[EvalResult | SsmbenchError]:
     """Train `members` as one pack (or as the packs the memory allows, or one by one when they do not stack) and
     score each; returns each member's EvalResult, or the error that stopped it alone (a non-finite loss). A signal
-    or the time limit raises for the whole pack, after every member's last.pt is saved."""
+    or the time limit raises for the whole pack, after every member's last.pt is saved. `policy` "auto": first time
+    a packed forward and backward against the members' one by one on this device (`pack_pays`) and train one by
+    one when packing is not faster here; "always": pack whenever the members stack."""
     from ..feed.batches import prefer_fork_safe_numba
     from ..feed.folder_feed import probe_inputs
     from ..runtime import distributed as D
@@ -75,6 +77,8 @@ def train_and_score_pack(members: Sequence[PackMember], *, quiet: bool = False,
     setups = [p[0] for p in prepared]
     probe = probe_inputs(configs[0], "val", 1).to(env.device)
     problem = pack_problem([s.bare for s in setups], probe)
+    if problem is None and policy == "auto":
+        problem = pack_pays([s.bare for s in setups], probe, configs[0].train.batch_size // env.world_size)
     if problem is not None:
         _note(f"{len(members)} runs of {configs[0].model} do not pack ({problem}); training them one by one", quiet)
         return [train_and_score(c, m.out, None, resume=m.resume, quiet=quiet, force=force, last=m.last)
@@ -84,6 +88,47 @@ def train_and_score_pack(members: Sequence[PackMember], *, quiet: bool = False,
         results += _run_pack([members[i] for i in chunk], [configs[i] for i in chunk], [prepared[i] for i in chunk],
                              env, quiet)
     return results
+
+
+def pack_pays(models: Sequence[Any], probe: Any, batch_size: int, repeats: int = 3) -> str | None:
+    """None when a packed forward and backward of `models` on a batch of `batch_size` copies of `probe` (1, ...)
+    takes less time than the members' one after another on this device (the best of `repeats` timings each, after
+    one untimed warm-up); else why not, in one line. The members' own gradients are left as they were (None)."""
+    import time
+
+    import torch
+
+    from .pack import Pack
+
+    x = probe.expand(batch_size, *probe.shape[1:]).contiguous()
+    stacked = x.unsqueeze(0).expand(len(models), *x.shape).contiguous()
+    pack = Pack(models, checked=True)
+    sync = torch.cuda.synchronize if x.device.type == "cuda" else (lambda: None)
+
+    def packed() -> None:
+        pack(stacked).float().square().mean().backward()
+
+    def alone() -> None:
+        for model in models:
+            model(x).float().square().mean().backward()
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(repeats + 1):
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - t0)
+        return min(times[1:])
+
+    one_by_one, together = best(alone), best(packed)
+    for model in models:
+        model.zero_grad(set_to_none=True)
+    if together < one_by_one:
+        return None
+    return (f"a packed step is not faster on this {x.device.type} device: {together * 1e3:.1f} ms for "
+            f"{len(models)} against {one_by_one * 1e3:.1f} ms one by one; --pack always packs anyway")
 
 
 def _split_for_memory(estimates: Sequence[dict[str, int]], device: Any, force: bool, quiet: bool) -> list[list[int]]:

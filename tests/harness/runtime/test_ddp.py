@@ -96,7 +96,7 @@ def test_a_pack_on_two_ranks_trains_like_the_pack_in_one_process(tmp_path):
     the members' gradients across ranks, as DDP does for a single run: the same losses and weights."""
     import torch
 
-    args = [*ARGS, "--seeds", "0,1"]
+    args = [*ARGS, "--seeds", "0,1", "--pack", "always"]
     launch(1, *args, "--out", str(tmp_path / "one"))
     launch(2, *args, "--out", str(tmp_path / "two"))
     for seed in (0, 1):

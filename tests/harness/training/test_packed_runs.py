@@ -112,13 +112,13 @@ def test_a_pack_that_does_not_fit_is_split_into_packs_that_do(tmp_path, monkeypa
     assert members == [["p0", "p1"], ["p0", "p1"], ["p2"]]
 
 
-def test_the_cli_packs_a_seed_suite_by_default_and_no_pack_runs_one_by_one(tmp_path):
+def test_the_cli_packs_a_seed_suite_and_pack_never_runs_one_by_one(tmp_path):
     keys = [x for k, v in KEYS.items() for x in ("-o", f"{k}={v}")]
-    packed = run_main("eval", "--model", "dlr", "--task", "cumsum", "--seeds", "0,1", *keys, "--out",
+    packed = run_main("eval", "--model", "dlr", "--task", "cumsum", "--seeds", "0,1", *keys, "--pack", "always", "--out",
                       str(tmp_path / "packed"), cwd=tmp_path)
     assert packed.returncode == 0, packed.stderr
     assert "training 2 runs as one pack (cumsum-seed0, cumsum-seed1)" in packed.stderr
-    alone = run_main("eval", "--model", "dlr", "--task", "cumsum", "--seeds", "0,1", *keys, "--no-pack", "--out",
+    alone = run_main("eval", "--model", "dlr", "--task", "cumsum", "--seeds", "0,1", *keys, "--pack", "never", "--out",
                      str(tmp_path / "alone"), cwd=tmp_path)
     assert alone.returncode == 0, alone.stderr
     for seed in (0, 1):
@@ -139,7 +139,8 @@ def test_a_time_limit_stops_the_pack_with_every_member_saved_and_the_same_call_c
     from ssmbench.harness.suites import SuiteTimeLimit, run_suite
 
     keys = {**KEYS, "train.steps": 30, "train.eval_every": 10}
-    packer = SuitePacker(lambda task, out, seed: resolve_run("dlr", task, overrides=keys, seed=seed), quiet=True)
+    packer = SuitePacker(lambda task, out, seed: resolve_run("dlr", task, overrides=keys, seed=seed), quiet=True,
+                          policy="always")
     kw = {"overrides": keys, "quiet": True, "seeds": [0, 1], "packer": packer}
     run_suite("dlr", "cumsum", evaluation.evaluate, evaluation.resume, out=tmp_path / "whole", **kw)
     with pytest.raises(SuiteTimeLimit) as caught:  # a clock one second later at every reading: deterministic
@@ -176,7 +177,7 @@ def test_sigterm_to_a_packed_suite_saves_every_member_and_the_same_command_finis
     keys = {**KEYS, "L": 64, "train.steps": 100000, "train.eval_every": 50, "train.log_every": 5,
             "data.workers": 1}
     args = [str(Path(sys.executable).with_name("ssmbench")), "eval", "--model", "dlr", "--task", "cumsum",
-            "--seeds", "0,1", *[x for k, v in keys.items() for x in ("-o", f"{k}={v}")], "-q", "--out",
+            "--seeds", "0,1", "--pack", "always", *[x for k, v in keys.items() for x in ("-o", f"{k}={v}")], "-q", "--out",
             str(tmp_path / "suite")]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONSAFEPATH": "1"},
                             start_new_session=True)
