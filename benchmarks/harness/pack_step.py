@@ -17,7 +17,6 @@ import time
 
 import torch
 
-
 DEVICE = torch.device("cpu")
 """Where the members train (`--device`)."""
 

@@ -30,6 +30,19 @@ def run(args: list[str], out: Path) -> float:
     return time.perf_counter() - t0
 
 
+def pace(out: Path) -> str:
+    """The runs' steady time per step and data-wait share (their metrics.json), as 'x ms a step, y % waiting'."""
+    import json
+    import statistics
+
+    found = [json.loads(p.read_text()) for p in sorted(out.glob("**/metrics.json"))]
+    if not found:
+        return ""
+    step = statistics.fmean(m["time_per_step_s"] for m in found)
+    wait = statistics.fmean(m["data_wait_share"] for m in found)
+    return f"  [{1e3 * step:.1f} ms a step, {100 * wait:.1f} % of it waiting for data]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="attention")
@@ -48,24 +61,25 @@ def main() -> None:
         base = None
         if not a.no_single:
             base = run(["--model", a.model, "--task", a.task, "--seed", "0", *keys], root / "one")
-            print(f"  1 seed alone:            {base:7.1f} s")
+            print(f"  1 seed alone:            {base:7.1f} s{pace(root / 'one')}")
         for n in a.seeds:
             seeds = ",".join(str(i) for i in range(n))
             packed = run(["--model", a.model, "--task", a.task, "--seeds", seeds, "--pack", "always", *keys],
                          root / f"packed{n}")
             ratio = f"  ({packed / base:.2f}x one seed)" if base else ""
-            print(f"  {n} seed(s) packed:        {packed:7.1f} s{ratio}")
+            print(f"  {n} seed(s) packed:        {packed:7.1f} s{ratio}{pace(root / f'packed{n}')}")
             if a.auto:
                 auto = run(["--model", a.model, "--task", a.task, "--seeds", seeds, *keys], root / f"auto{n}")
                 packs = len(list((root / f"auto{n}").glob("*/pack.json")))
                 ratio = f"  ({auto / base:.2f}x one seed)" if base else ""
-                print(f"  {n} seed(s) --pack auto:   {auto:7.1f} s{ratio}  ({packs} of {n} runs packed)")
+                print(f"  {n} seed(s) --pack auto:   {auto:7.1f} s{ratio}  ({packs} of {n} runs packed)"
+                      f"{pace(root / f'auto{n}')}")
             if not a.no_unpacked:
                 alone = run(["--model", a.model, "--task", a.task, "--seeds", seeds, "--pack", "never", *keys],
                             root / f"alone{n}")
                 ratio = f"  ({alone / base:.2f}x one seed)" if base else ""
                 print(f"  {n} seed(s) one by one:    {alone:7.1f} s{ratio};  packed / one by one = "
-                      f"{packed / alone:.2f}")
+                      f"{packed / alone:.2f}{pace(root / f'alone{n}')}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

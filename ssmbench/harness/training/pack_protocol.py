@@ -90,16 +90,20 @@ def train_and_score_pack(members: Sequence[PackMember], *, quiet: bool = False, 
     return results
 
 
-def pack_pays(models: Sequence[Any], probe: Any, batch_size: int, repeats: int = 3) -> str | None:
+def pack_pays(models: Sequence[Any], probe: Any, batch_size: int, repeats: int = 3,
+              clock: Any = None) -> str | None:
     """None when a packed forward and backward of `models` on a batch of `batch_size` copies of `probe` (1, ...)
     takes less time than the members' one after another on this device (the best of `repeats` timings each, after
-    one untimed warm-up); else why not, in one line. The members' own gradients are left as they were (None)."""
+    one untimed warm-up); else why not, in one line. The members' own gradients and buffers (a norm's running
+    statistics) are left as they were."""
     import time
 
     import torch
 
     from .pack import Pack
 
+    clock = clock or time.perf_counter
+    kept = [{name: b.clone() for name, b in model.named_buffers()} for model in models]
     x = probe.expand(batch_size, *probe.shape[1:]).contiguous()
     stacked = x.unsqueeze(0).expand(len(models), *x.shape).contiguous()
     pack = Pack(models, checked=True)
@@ -116,15 +120,18 @@ def pack_pays(models: Sequence[Any], probe: Any, batch_size: int, repeats: int =
         times = []
         for _ in range(repeats + 1):
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
             sync()
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
         return min(times[1:])
 
     one_by_one, together = best(alone), best(packed)
-    for model in models:
-        model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for model, buffers in zip(models, kept, strict=True):
+            model.zero_grad(set_to_none=True)
+            for name, b in model.named_buffers():
+                b.copy_(buffers[name])
     if together < one_by_one:
         return None
     return (f"a packed step is not faster on this {x.device.type} device: {together * 1e3:.1f} ms for "

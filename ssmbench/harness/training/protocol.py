@@ -101,9 +101,9 @@ def preflight(config: RunConfig, env: Any, force: bool, threads: dict[str, Any])
     """Before any folder exists: the shapes-only memory bound, the model built once (`trainer.setup`, which refuses a
     causal-only mixer on a bidirectional task first), its facts and its measured memory -> (setup, facts)."""
     from ..feed.folder_feed import probe_inputs
+    from .cuda_graph import check_cuda_graph
     from .facts import model_facts
     from .memory import check_batch_fits, check_fits
-    from .cuda_graph import check_cuda_graph
     from .trainer import setup
 
     check_cuda_graph(config, env.device, env.distributed)  # before anything is built or written

@@ -203,3 +203,28 @@ def test_cuda_graph_is_refused_on_the_cpu_before_any_folder_is_made(tmp_path):
         train_and_score(config(0, **{"hardware.cuda_graph": True, "hardware.device": "cpu"}), tmp_path / "run", None,
                         quiet=True)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("alone, together, packs", [(1.0, 0.5, True), (1.0, 1.5, False)])
+def test_auto_packs_only_where_a_packed_step_measures_faster_and_leaves_the_members_as_they_were(alone, together,
+                                                                                                   packs):
+    from itertools import accumulate
+
+    from ssmbench.harness.models.build import build_model
+    from ssmbench.harness.training.pack_protocol import pack_pays
+
+    spec = config(0).resolved_task.spec
+    models = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        models.append(build_model("dlr", spec, {"d_model": 8}))
+    before = [{k: v.clone() for k, v in m.state_dict().items()} for m in models]
+    # readings of a fake clock: one untimed and one timed run each, one by one first, then packed
+    ticks = iter(accumulate([0.0, alone, 0.0, alone, 0.0, together, 0.0, together]))
+    reason = pack_pays(models, torch.randn(1, 16, 3), 4, repeats=1, clock=lambda: next(ticks))
+    assert (reason is None) == packs
+    if not packs:
+        assert "1500.0 ms for 2 against 1000.0 ms one by one" in reason
+    for model, state in zip(models, before, strict=True):
+        assert all(p.grad is None for p in model.parameters())
+        assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
