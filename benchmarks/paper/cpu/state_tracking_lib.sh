@@ -12,7 +12,8 @@ tiny_score=()  # scoring a checkpoint (eval.* keys only)
 if [ "${STEPS:-}" = tiny ]; then
   seeds="${SEEDS:-0}"
   tiny_score=(-o eval.val_samples=32 -o eval.test_samples=32)
-  tiny=(-o train.steps=4 -o train.eval_every=2 -o train.batch_size=8 "${tiny_score[@]}")
+  tiny=(-o train.steps=4 -o train.warmup_steps=0 -o train.eval_every=2 -o train.batch_size=8 -o eval.metric_batch_size=8
+        "${tiny_score[@]}")
 fi
 
 # suite NAME [ssmbench eval arguments...]: one run a seed, OUT/NAME/<task>-seed<S>
