@@ -36,7 +36,8 @@ def test_without_chance_there_is_no_scaled_accuracy_and_chance_is_checked():
 
 
 @pytest.mark.parametrize(("task", "chance"), [("parity_check", 1 / 2), ("modular_arithmetic", 1 / 5),
-                                               ("cycle_navigation", 1 / 5), ("even_pairs", 1 / 2)])
+                                               ("cycle_navigation", 1 / 5), ("even_pairs", 1 / 2),
+                                               ("word_problem", 1 / 60)])
 def test_state_tracking_tasks_report_it_beside_accuracy(task, chance):
     t = get_task(task)
     spec = t.spec(t.presets[t.default_preset])
