@@ -35,6 +35,9 @@ MAX_VOCAB = 252
 TEST_LENGTHS = (20, 40, 80, 160, 320)
 """Single-length presets for testing past the training lengths (ssmbench's choice of lengths; the authors' evaluation
 scores each length of a range on its own, `evaluation` in synthetic_exps/test_utils.py)."""
+SCORING_KEYS = ("min_length", "max_length", "pad_to")
+"""The config keys a copying checkpoint may be scored at (`TrainingPolicy.scoring_keys`): strings longer than the
+training ones, the paper's test past the training lengths."""
 MAX_TRIES = 10
 """Draws of a string for an n-gram task until one has an n-gram that occurs once among the candidates (the
 authors' `counter_max_ngram`); their generator raises after the 10th failure, ssmbench keeps the 10th string."""

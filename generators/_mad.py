@@ -89,15 +89,18 @@ def token_spec(seq_len: int, vocab_size: int, input_doc: str, target_doc: str,
                 metrics=("token_accuracy",))
 
 
-def mad_policy(position: int, *, model_keys: Mapping[str, Any] | None = None) -> TrainingPolicy:
+def mad_policy(position: int, *, model_keys: Mapping[str, Any] | None = None,
+               scoring_keys: tuple[str, ...] = ()) -> TrainingPolicy:
     """The MAD tasks' training policy: a fresh stream every step, one `quick` section and one `--preset paper`
     family ("mad_paper/mad/<model>") for the six tasks, `position` in the group "mad", and the model keys the task
-    needs (compression: MAD's autoencoder readout, {"model.pool": "bottleneck"}).
+    needs (compression: MAD's autoencoder readout, {"model.pool": "bottleneck"}) and the config keys a checkpoint
+    may be scored at (fuzzy recall: `variable_key_size`, off for MAD's own full-length test keys).
 
     >>> mad_policy(3).groups == {"mad": 3}, mad_policy(3).quick_section("mad_compression")
     (True, 'mad')
     """
-    return TrainingPolicy(preset_family="mad", groups={"mad": position}, model_keys=model_keys or {})
+    return TrainingPolicy(preset_family="mad", groups={"mad": position}, model_keys=model_keys or {},
+                          scoring_keys=scoring_keys)
 
 
 class MadTask(Task[C]):

@@ -78,7 +78,7 @@ def final_label_spec(n: int, symbols: Sequence[str], classes: Sequence[str], inp
     }
     return Spec(fields=fields, input_kind="tokens", d_input=query + 1, seq_len=n + 1, target_kind="classify",
                 d_output=len(classes), l_output=n + 1, ignore_index=IGNORE_INDEX, causal=True, input_scale=None,
-                metrics=("token_accuracy",))
+                metrics=("token_accuracy", "scaled_accuracy"))
 
 
 def check_final_layout(task: str, inputs: Sequence[int], targets: Sequence[int], n_symbols: int,

@@ -37,7 +37,7 @@ from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
 from ssmbench.errors import ConfigError  # noqa: E402
 
 from ._copying import (Layout, NgramConfig, answer_labels, close_row, copy_spec, draw_keyed,  # noqa: E402
-                       length_presets, parse_row, same_gram)
+                       SCORING_KEYS, length_presets, parse_row, same_gram)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ class DuplicateNgram(Task[DuplicateNgramConfig]):
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     hf_task_category: ClassVar[str] = "token-classification"
-    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 3})
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 3},
+                                                      scoring_keys=SCORING_KEYS)
 
     def spec(self, config: DuplicateNgramConfig) -> Spec:
         return copy_spec(config, f"$ s | s . (a string repeating a {config.n_gram}-gram, then its copy)")

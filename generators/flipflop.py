@@ -116,7 +116,7 @@ class FlipFlop(Task[FlipFlopConfig]):
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     hf_task_category: ClassVar[str] = "token-classification"
-    policy: ClassVar[TrainingPolicy] = TrainingPolicy(groups={"flipflop": 0})
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(groups={"flipflop": 0}, scoring_keys=("p_ignore",))
     """A fresh stream every step (the paper trains on fresh samples); the quick section and paper rows "flipflop"."""
 
     def spec(self, config: FlipFlopConfig) -> Spec:

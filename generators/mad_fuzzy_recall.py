@@ -219,7 +219,7 @@ class MadFuzzyRecall(MadTask[MadFuzzyRecallConfig]):
         MadFuzzyRecallConfig, {"vocab_size": 16, "seq_len": 128, "multi_query": True, "k_motif_size": 3,
                                "v_motif_size": 3},
         {"vocab_size": [32, 64, 128], "seq_len": [256, 512, 1024]})
-    policy = mad_policy(1)
+    policy = mad_policy(1, scoring_keys=("variable_key_size",))  # scored on full-length keys: MAD's test split
 
     def spec(self, config: MadFuzzyRecallConfig):
         n_keys, n_values, pad, prefix = _vocab(config)

@@ -37,7 +37,7 @@ from numba import njit, prange  # noqa: E402
 from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy  # noqa: E402
 
 from ._copying import (CopyConfig, answer_labels, close_row, copy_spec, draw_length, draw_letters,  # noqa: E402
-                       length_presets, parse_row)
+                       SCORING_KEYS, length_presets, parse_row)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ class StringCopy(Task[StringCopyConfig]):
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     hf_task_category: ClassVar[str] = "token-classification"
-    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 0})
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 0},
+                                                      scoring_keys=SCORING_KEYS)
     """A fresh stream every step; the quick section and paper rows "copying"."""
 
     def spec(self, config: StringCopyConfig) -> Spec:

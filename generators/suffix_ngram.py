@@ -33,6 +33,7 @@ import numpy as np
 from ssmbench.api import Spec, Task, TaskConfig, TrainingPolicy
 
 from ._copying import (
+    SCORING_KEYS,
     Layout,
     NgramConfig,
     answer_labels,
@@ -69,7 +70,8 @@ class SuffixNgram(Task[SuffixNgramConfig]):
     default_n: ClassVar[int] = 16_000
     preset_option: ClassVar[typing.Literal["length", "size", "preset"]] = "preset"
     hf_task_category: ClassVar[str] = "token-classification"
-    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 2})
+    policy: ClassVar[TrainingPolicy] = TrainingPolicy(preset_family="copying", groups={"copying": 2},
+                                                      scoring_keys=SCORING_KEYS)
 
     def spec(self, config: SuffixNgramConfig) -> Spec:
         return lookup_spec(config, f"$ s | g a . (the string, a {config.n_gram}-gram g of it, the letters after g)")

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations  # noqa: I001  (the ._rng import below must precede numba)
 
+import dataclasses
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,10 +92,12 @@ class WordProblem(Task[WordProblemConfig]):
     policy: ClassVar[TrainingPolicy] = TrainingPolicy(groups={"state_tracking": 2})
 
     def spec(self, config: WordProblemConfig) -> Spec:
-        return token_spec(config.L, config.order, "uint8", "int16",
+        spec = token_spec(config.L, config.order, "uint8", "int16",
                           f"ids of uniform elements of {config.group} (jopetty/word-problem's numbering; 0 is the "
                           f"identity)",
                           "at every position t the id of the product of elements 0..t")
+        # a product of uniform elements is uniform over the group: chance is 1/|G|, scaled accuracy means something
+        return dataclasses.replace(spec, metrics=(*spec.metrics, "scaled_accuracy"))
 
     def generate(self, config: WordProblemConfig, keys: np.ndarray) -> dict[str, np.ndarray]:
         keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)

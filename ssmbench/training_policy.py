@@ -19,8 +19,8 @@ Example (the policy of a folder-backed task whose paper rows depend on the image
 >>> default = TrainingPolicy()
 >>> default.reads_folder, default.quick_section("residues"), default.paper_rows("residues", Cfg())
 (False, 'residues', 'residues')
->>> default.paper_config(Cfg()), dict(default.groups), default.breakdowns(Cfg())
-(Cfg(size=128), {}, {})
+>>> default.paper_config(Cfg()), dict(default.groups), default.breakdowns(Cfg()), default.scoring_keys
+(Cfg(size=128), {}, {}, ())
 
 This module imports neither numba, torch, h5py nor click (`ssmbench.api` imports it to give `Task` its default).
 """
@@ -72,6 +72,12 @@ class TrainingPolicy:
     still override them) and recorded in config.json: MAD compression declares {"model.pool": "bottleneck"}, the
     autoencoder readout that decodes the sequence from the last position's state alone."""
 
+    scoring_keys: tuple[str, ...] = ()
+    """Task config keys a trained checkpoint may be scored at (`ssmbench eval --checkpoint ... -o KEY=VALUE`, bare or
+    as `task.KEY`), beside the length `L` and side `size` every task may change there: keys that change the data a
+    model sees, never the model (flip-flop: ("p_ignore",), a model trained at .8 scored on the dense .1 and sparse
+    .98 streams; copying: its string lengths). Any other task key is refused when scoring (`harness.scoring`)."""
+
     def __post_init__(self) -> None:
         if self.training_data not in ("stream", "folder"):
             raise ConfigError("TrainingPolicy.training_data", f"must be 'stream' or 'folder', got "
@@ -86,6 +92,12 @@ class TrainingPolicy:
         if bad_keys:
             raise ConfigError("TrainingPolicy.model_keys", f"holds model.* keys only, got {bad_keys[0]!r}")
         object.__setattr__(self, "model_keys", types.MappingProxyType(dict(self.model_keys)))
+        keys = tuple(self.scoring_keys)
+        bad_keys = [k for k in keys if not isinstance(k, str) or not k.isidentifier()]
+        if bad_keys:
+            raise ConfigError("TrainingPolicy.scoring_keys", f"holds bare task config key names (\"p_ignore\"), got "
+                              f"{bad_keys[0]!r}")
+        object.__setattr__(self, "scoring_keys", keys)
 
     @property
     def reads_folder(self) -> bool:

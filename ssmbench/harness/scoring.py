@@ -21,12 +21,24 @@ from .config.run_config import RunConfig
 from .results.eval_result import EvalResult
 from .results.run_folder import RunFolder, default_run_dir, load_checkpoint
 
-SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "eval.log_samples", "hardware.device", "hardware.precision",
-                "hardware.threads", "data.workers", "L", "task.L", "size", "task.size", "variable_key_size",
-                "task.variable_key_size")
-"""What may change when scoring a checkpoint: nothing that changes the model; `L` / `size` score it at another
-length or image side (a length-generalisation test: the config is resolved as `ssmbench generate` would);
-`variable_key_size=false` scores MAD fuzzy recall on full-length keys, MAD's own test split."""
+SCORING_KEYS = ("eval.batch_size", "eval.val_samples", "eval.test_samples", "eval.log_samples", "hardware.device",
+                "hardware.precision", "hardware.threads", "data.workers", "L", "task.L", "size", "task.size")
+"""What may change when scoring any checkpoint: nothing that changes the model; `L` / `size` score it at another
+length or image side (a length-generalisation test: the config is resolved as `ssmbench generate` would). A task adds
+the config keys of its own that it lets a checkpoint be scored at (`scoring_keys_for`)."""
+
+
+def scoring_keys_for(task: Any) -> tuple[str, ...]:
+    """`SCORING_KEYS` and the task's own `policy.scoring_keys`, each bare and as `task.KEY`.
+
+    >>> from ssmbench.registry import get_task
+    >>> [k for k in scoring_keys_for(get_task("flipflop")) if "p_ignore" in k]
+    ['p_ignore', 'task.p_ignore']
+    >>> "p_ignore" in scoring_keys_for(get_task("parity_check"))
+    False
+    """
+    own = tuple(task.policy.scoring_keys)
+    return SCORING_KEYS + tuple(k for key in own for k in (key, f"task.{key}") if k not in SCORING_KEYS)
 
 
 def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str | None = None,
@@ -55,10 +67,12 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
         raise ConfigError("--task", f"the checkpoint was trained on {cfg.task}, not {task}",
                           "drop --task (the checkpoint's task is used) or pick another checkpoint")
     overrides = {**(overrides or {}), **{k: v for k, v in (("L", length), ("size", size)) if v is not None}}
-    bad = [k for k in (overrides or {}) if k not in SCORING_KEYS]
+    allowed = scoring_keys_for(cfg.resolved_task.task)
+    bad = [k for k in (overrides or {}) if k not in allowed]
     if bad:
-        raise ConfigError(bad[0], "cannot change when scoring a checkpoint (it would no longer be that model)",
-                          f"allowed: {', '.join(SCORING_KEYS)}")
+        raise ConfigError(bad[0], f"cannot change when scoring a {cfg.task} checkpoint (it would no longer be that "
+                          "model, or the task does not declare it among its scoring keys)",
+                          f"allowed: {', '.join(allowed)}")
     trained = cfg.task_config.get("L")
     cfg = resolve_saved(cfg, {**(overrides or {}), **({"hardware.device": device} if device else {})})
     if data is not None:

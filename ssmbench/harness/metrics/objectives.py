@@ -69,10 +69,12 @@ def objective_for(spec: Any, metric_batch_size: int, monitor: str = "auto", vari
         ignore = spec.ignore_index if spec.ignore_index is not None else -100
         loss = losses.class_weighted_cross_entropy if segmentation else losses.masked_cross_entropy
         key = ("macro_f1" if segmentation else "accuracy") + suffix
-        headline = headlines.SEGMENTATION if segmentation else headlines.TOKENS
+        chance = 1.0 / spec.d_output if "scaled_accuracy" in spec.metrics else None  # uniform guessing
+        headline = headlines.SEGMENTATION if segmentation else \
+            headlines.TOKENS if chance is None else headlines.TOKENS_SCALED
         return Objective(lambda logits, y: loss(logits, y, ignore),
                          lambda n: metrics.ClassificationMetrics(spec.d_output, metric_batch_size, n, kind, ignore,
-                                                                 breakdowns),
+                                                                 breakdowns, chance),
                          key if monitor == "auto" else monitor, "max", headline)
     raise ConfigError("task", f"training on {spec.target_kind!r} targets is not supported by this harness",
                       "regression and classification tasks are supported")

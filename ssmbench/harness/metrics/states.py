@@ -183,15 +183,20 @@ class ClassificationMetrics(_VirtualBatchState):
     `confusion` (rows true, columns predicted; only up to `DENSE_CONFUSION_MAX` classes), `n` (labelled positions), `n_samples`, `n_batches_batchavg`, then
     `accuracy_batchavg` (token) or `macro_f1_batchavg` and `macro_accuracy_batchavg` (segmentation), and
     `breakdowns` ({field: {bucket: {"correct", "total", "accuracy"}}}, non-empty buckets only) when asked for.
+    `chance` (the accuracy of guessing, e.g. 1/2 for parity) adds `scaled_accuracy` = (accuracy - chance) /
+    (1 - chance): 0 at chance, 1 when perfect, negative below chance (Grazzi et al., ICLR 2025, Section 5).
     All ratios are NaN when nothing was counted.
     """
 
     def __init__(self, num_classes: int, metric_batch_size: int, num_samples: int,
                  kind: Literal["token", "segmentation"] = "token", ignore_index: int = -100,
-                 breakdowns: dict[str, int] | None = None) -> None:
+                 breakdowns: dict[str, int] | None = None, chance: float | None = None) -> None:
         super().__init__(metric_batch_size, num_samples)
         if kind not in ("token", "segmentation"):
             raise ValueError(f"kind must be 'token' or 'segmentation', got {kind!r}")
+        if chance is not None and not 0.0 <= chance < 1.0:
+            raise ValueError(f"chance must be in [0, 1), got {chance!r}")
+        self.chance = chance
         self.num_classes, self.kind, self.ignore_index = int(num_classes), kind, int(ignore_index)
         self.breakdowns = dict(breakdowns or {})
         c = self.num_classes
@@ -261,6 +266,8 @@ class ClassificationMetrics(_VirtualBatchState):
                      "macro_f1": _nanmean(f1), "macro_accuracy": _nanmean(recall),
                      "f1_per_class": f1.tolist(), "recall_per_class": recall.tolist(),
                      **({"confusion": conf.sum(0).tolist()} if self.dense else {}), "n": n, **self._summary()}
+        if self.chance is not None:
+            out["scaled_accuracy"] = (out["accuracy"] - self.chance) / (1.0 - self.chance)
         b = counts[: self.n_full][self._complete()].to(torch.float64)  # (K', 3, C) complete virtual batches
         tp_b, truth_b, pred_b = b.unbind(1)  # (K', C) each
         if self.kind == "token":
