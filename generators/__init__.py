@@ -64,6 +64,17 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "modular_arithmetic": ("ssmbench.generators.modular_arithmetic:ModularArithmetic",
                            "Reduce an expression of digits and +, -, * modulo 5 (Chomsky hierarchy, regular: "
                            "modular_arithmetic)"),
+    "reverse_string": ("ssmbench.generators.reverse_string:ReverseString",
+                       "Output a bit string in reverse order (Chomsky hierarchy, DCF: reverse_string)"),
+    "stack_manipulation": ("ssmbench.generators.stack_manipulation:StackManipulation",
+                           "Run stack instructions and output the final stack (Chomsky hierarchy, DCF: "
+                           "stack_manipulation)"),
+    "modular_arithmetic_brackets": ("ssmbench.generators.modular_arithmetic_brackets:ModularArithmeticBrackets",
+                                    "Reduce a fully bracketed expression of digits and +, -, * modulo 5 (Chomsky "
+                                    "hierarchy, DCF: modular_arithmetic_brackets)"),
+    "solve_equation": ("ssmbench.generators.solve_equation:SolveEquation",
+                       "Find the digit hidden as x in a bracketed equation modulo 5 (Chomsky hierarchy, DCF: "
+                       "solve_equation)"),
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),

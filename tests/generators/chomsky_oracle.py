@@ -1,0 +1,78 @@
+"""Slow pure-Python references of the Chomsky-hierarchy DCF tasks, drawing from the same per-sample stream as the
+kernels.
+
+Each sampler follows the paper's procedure as its data card restates it, in the paper's own shape (the bracketed
+expression is built recursively, as `generate_one_expression_and_result` does, not with the kernel's explicit
+stack) and labels it in its own way: Python's `eval` of the expression text for the brackets, a Python list for the
+stack. A test can then ask for byte equality with the kernels.
+"""
+
+from __future__ import annotations
+
+from recall_oracle import PyStream
+
+IGNORE = -100
+
+
+def _tape(tokens: list[int], query: int, answer: list[int], scored: int) -> tuple[list[int], list[int]]:
+    return (tokens + [query] * len(answer),
+            [IGNORE] * len(tokens) + answer[:scored] + [IGNORE] * (len(answer) - scored))
+
+
+def reverse_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    bits = [rng.randint(2) for _ in range(L)]
+    return _tape(bits, 2, list(reversed(bits)), L)
+
+
+def stack_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    s = 1 if L == 1 else 1 + rng.randint(L - 1)
+    stack = [rng.randint(2) for _ in range(s)]
+    actions = [2 + rng.randint(3) for _ in range(L - s)]
+    current = list(stack)
+    for a in actions:
+        if a == 2:
+            if current:
+                current.pop()
+        else:
+            current.append(a - 3)
+    answer = current[::-1] + [2]
+    return _tape(stack + actions, 5, answer + [0] * (L + 1 - len(answer)), len(answer))
+
+
+def expression_text(rng: PyStream, length: int, m: int, mult: bool) -> str:
+    """The paper's recursive `generate_one_expression_and_result`, as text (its value is left to `eval`)."""
+    if length == 1:
+        return str(rng.randint(m))
+    if length == 2:
+        return f"-{rng.randint(m)}"
+    if length == 3:
+        return f"({rng.randint(m)})"
+    if length == 4:
+        return f"(-{rng.randint(m)})"
+    left_length = 1 + rng.randint(length - 4)
+    left = expression_text(rng, left_length, m, mult)
+    right = expression_text(rng, length - left_length - 3, m, mult)
+    op = "+-*"[rng.randint(3 if mult else 2)]
+    return f"({left}{op}{right})"
+
+
+def brackets_sample(key: int, L: int, m: int, mult: bool) -> tuple[list[int], list[int]]:
+    text = expression_text(PyStream(key), L, m, mult)
+    ids = {**{str(d): d for d in range(m)}, "+": m, "-": m + 1, "*": m + 2, "(": m + 3, ")": m + 4}
+    return [ids[c] for c in text] + [m + 6], [IGNORE] * L + [eval(text) % m]  # noqa: S307 (digits, + - * ( ))
+
+
+def equation_sample(key: int, L: int, m: int) -> tuple[list[int], list[int]]:
+    if L < 3:
+        return [0] * L + [m + 6], [IGNORE] * L + [0]
+    rng = PyStream(key)
+    text = expression_text(rng, L - 2, m, False)
+    value = eval(text) % m  # noqa: S307 (digits, + - ( ))
+    idx = rng.randint(L - 2)
+    while not text[idx].isdigit():
+        idx = (idx + 1) % (L - 2)
+    equation = f"{text[:idx]}x{text[idx + 1:]}={value}"
+    ids = {**{str(d): d for d in range(m)}, "+": m, "-": m + 1, "(": m + 2, ")": m + 3, "x": m + 4, "=": m + 5}
+    return [ids[c] for c in equation] + [m + 6], [IGNORE] * L + [int(text[idx])]
