@@ -75,6 +75,16 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "solve_equation": ("ssmbench.generators.solve_equation:SolveEquation",
                        "Find the digit hidden as x in a bracketed equation modulo 5 (Chomsky hierarchy, DCF: "
                        "solve_equation)"),
+    "duplicate_string": ("ssmbench.generators.duplicate_string:DuplicateString",
+                         "Output a bit string twice (Chomsky hierarchy, CS: duplicate_string)"),
+    "missing_duplicate_string": ("ssmbench.generators.missing_duplicate_string:MissingDuplicateString",
+                                 "Find the blanked bit of a bit string written twice (Chomsky hierarchy, CS: "
+                                 "missing_duplicate_string)"),
+    "odds_first": ("ssmbench.generators.odds_first:OddsFirst",
+                   "Output a bit string's odd-position bits, then its even-position bits (Chomsky hierarchy, CS: "
+                   "odds_first)"),
+    "bucket_sort": ("ssmbench.generators.bucket_sort:BucketSort",
+                    "Sort a string of symbols 0..4 (Chomsky hierarchy, CS: bucket_sort)"),
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),

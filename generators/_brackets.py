@@ -13,7 +13,7 @@ Token ids: digit d is d, + is m, - m+1, * m+2; the brackets' ids are parameters 
 >>> from ._rng import rng_state
 >>> x = np.zeros(9, np.uint8)
 >>> write_expression(rng_state(3), 9, 5, True, 8, 9, x, 0)
->>> x[0] == 8 and x[8] == 9, int(evaluate_tokens(x, 0, 9, 5, 8, 9)) in range(5)
+>>> bool(x[0] == 8 and x[8] == 9), int(evaluate_tokens(x, 0, 9, 5, 8, 9)) in range(5)
 (True, True)
 """
 

@@ -1,18 +1,19 @@
-"""Chomsky DCF tasks' fidelity: ssmbench's reverse_string, stack_manipulation, modular_arithmetic_brackets and
-solve_equation against the paper's own generators, run in this process: lengths, tokens, structure, labels, oracle.
+"""Chomsky DCF and CS tasks' fidelity: ssmbench's reverse_string, stack_manipulation, modular_arithmetic_brackets,
+solve_equation (`--level dcf`) and duplicate_string, missing_duplicate_string, odds_first, bucket_sort (`--level cs`)
+against the paper's own generators, run in this process: lengths, tokens, structure, labels, oracle.
 
-    python -m benchmarks.fidelity.chomsky_dcf [--source PATH] [--n 10000] [--out results.txt]
+    python -m benchmarks.fidelity.chomsky_dcf [--level dcf|cs] [--source PATH] [--n 10000] [--out results.txt]
 
 Run from the repository root, as `chomsky_regular` (whose loader writes the snapshot's files unchanged into a
 temporary package and imports them): here `tasks/dcf/*.py` with `tasks/cs/duplicate_string.py` (reverse_string
-subclasses it). They need `jax`, `tqdm` and `dm-tree` (`tree`); the NumPy-drawn tasks (stack_manipulation,
+subclasses it), or the four `tasks/cs/*.py` built so far. They need `jax`, `tqdm` and `dm-tree` (`tree`); the NumPy-drawn tasks (stack_manipulation,
 modular_arithmetic_brackets, solve_equation ignore the JAX key) are seeded through `np.random.seed`.
 
 Per task and length both sides generate n samples (one-hot arrays of the paper turned into ids). Compared, each as a
 pair of histograms (TV and two-sample chi-square, with `chomsky_regular`'s tolerance): the input and answer tokens,
 each token kind apart (bits; digits, operators; stack bits, actions), and structure as one number per sample:
 reverse_string whether the answer's first token is the input's last; stack_manipulation the initial stack's length
-and the final stack's; the bracket tasks the number of '(' and of those that open the expression (its leftmost
+and the final stack's; bucket_sort the number of 0s; missing_duplicate_string where the blank is; the bracket tasks the number of '(' and of those that open the expression (its leftmost
 nesting depth); solve_equation also where `x` sits (tenths of the expression). The oracle column: ssmbench's oracle
 recomputes the paper's scored answer from the paper's inputs on 1,000 samples, and its own on 1,000 of ssmbench's;
 both must be 1. Controls: mab labels without `*` against the paper's with it must differ, and so must stack lengths
@@ -41,22 +42,31 @@ import numpy as np  # noqa: E402
 from benchmarks.fidelity.chomsky_regular import DEFAULT_MIRROR, PACKAGE, install_paper, tv_scale  # noqa: E402
 from benchmarks.fidelity.zoology_mqar import chi_square_p, total_variation  # noqa: E402
 
-FILES = ("tasks/task.py", "tasks/cs/duplicate_string.py", "tasks/dcf/reverse_string.py",
-         "tasks/dcf/stack_manipulation.py", "tasks/dcf/modular_arithmetic_brackets.py", "tasks/dcf/solve_equation.py")
-TASKS = {  # ssmbench name -> (module, class, constructor arguments as experiments/constants.py builds it)
-    "reverse_string": ("reverse_string", "ReverseString", {}),
-    "stack_manipulation": ("stack_manipulation", "StackManipulation", {}),
-    "modular_arithmetic_brackets": ("modular_arithmetic_brackets", "ModularArithmeticBrackets", {"mult": True}),
-    "solve_equation": ("solve_equation", "SolveEquation", {}),
+LEVELS = {  # level -> (the snapshot's files, {ssmbench name: (module under tasks/, class, arguments)})
+    "dcf": (("tasks/task.py", "tasks/cs/duplicate_string.py", "tasks/dcf/reverse_string.py",
+             "tasks/dcf/stack_manipulation.py", "tasks/dcf/modular_arithmetic_brackets.py",
+             "tasks/dcf/solve_equation.py"),
+            {"reverse_string": ("dcf.reverse_string", "ReverseString", {}),
+             "stack_manipulation": ("dcf.stack_manipulation", "StackManipulation", {}),
+             # experiments/constants.py builds it with mult=True
+             "modular_arithmetic_brackets": ("dcf.modular_arithmetic_brackets", "ModularArithmeticBrackets",
+                                             {"mult": True}),
+             "solve_equation": ("dcf.solve_equation", "SolveEquation", {})}),
+    "cs": (("tasks/task.py", "tasks/cs/duplicate_string.py", "tasks/cs/missing_duplicate_string.py",
+            "tasks/cs/odds_first.py", "tasks/cs/bucket_sort.py"),
+           {"duplicate_string": ("cs.duplicate_string", "DuplicateString", {}),
+            "missing_duplicate_string": ("cs.missing_duplicate_string", "MissingDuplicateString", {}),
+            "odds_first": ("cs.odds_first", "OddsFirst", {}),
+            "bucket_sort": ("cs.bucket_sort", "BucketSort", {})}),
 }
 LENGTHS = (1, 2, 5, 40, 41, 100, 500)
 
 
-def load_paper(source: Path, into: Path) -> tuple[dict[str, object], str]:
-    commit = install_paper(source, into, FILES)
-    tasks = {ours: getattr(importlib.import_module(f"{PACKAGE}.tasks.dcf.{module}"), cls)(**kwargs)
-             for ours, (module, cls, kwargs) in TASKS.items()}
-    return tasks, commit
+def load_paper(source: Path, into: Path, level: str) -> tuple[dict[str, object], str]:
+    files, tasks = LEVELS[level]
+    commit = install_paper(source, into, files)
+    return {ours: getattr(importlib.import_module(f"{PACKAGE}.tasks.{module}"), cls)(**kwargs)
+            for ours, (module, cls, kwargs) in tasks.items()}, commit
 
 
 def paper_samples(task: object, length: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -100,6 +110,15 @@ def histograms(name: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]
     the stack) once per token and make the chi-square far too sharp."""
     x, y = x.astype(np.int64), scored(name, y)
     T = x.shape[1] + 1
+    if name in ("duplicate_string", "odds_first"):
+        return {"bits": np.bincount(x.ravel(), minlength=2), "answer": np.bincount(y.ravel(), minlength=2)}
+    if name == "bucket_sort":
+        return {"symbols": np.bincount(x.ravel(), minlength=5), "answer": np.bincount(y.ravel(), minlength=5),
+                "0s a sample": np.bincount((x == 0).sum(axis=1), minlength=T)}
+    if name == "missing_duplicate_string":
+        return {"bits": np.bincount(x[x < 2], minlength=2), "blank at": np.bincount((x == 2).argmax(axis=1),
+                                                                                    minlength=T),
+                "answer": np.bincount(y.ravel(), minlength=2)}
     if name == "reverse_string":
         return {"bits": np.bincount(x.ravel(), minlength=2), "answer": np.bincount(y.ravel(), minlength=2),
                 "first=last": np.bincount((y[:, 0] == x[:, -1]).astype(np.int64), minlength=2)}
@@ -139,13 +158,14 @@ def oracle_agreement(name: str, length: int, x: np.ndarray, y: np.ndarray) -> fl
     return hits / len(y)
 
 
-def run(source: Path, n: int) -> list[str]:
+def run(source: Path, n: int, level: str) -> list[str]:
     import jax
 
     lines: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="chomsky-dcf-") as tmp:
-        tasks, commit = load_paper(source, Path(tmp))
-        lines += [f"paper snapshot: google-deepmind/neural_networks_chomsky_hierarchy@{commit} (tasks/dcf, unchanged)",
+    with tempfile.TemporaryDirectory(prefix=f"chomsky-{level}-") as tmp:
+        tasks, commit = load_paper(source, Path(tmp), level)
+        lines += [f"paper snapshot: google-deepmind/neural_networks_chomsky_hierarchy@{commit} "
+                  f"({', '.join(LEVELS[level][0][1:])}, unchanged)",
                   f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
                   f"{platform.python_version()}, NumPy {np.__version__}, jax {jax.__version__}; one thread each",
                   f"n = {n} samples per side, task and length; lengths {', '.join(map(str, LENGTHS))}",
@@ -183,7 +203,8 @@ def run(source: Path, n: int) -> list[str]:
                                  f"{n / o_time:>11,.0f}  {'ok' if ok else 'DIFFERS'}")
             lines.append("")
         lines.append(f"statistics outside the tolerance: {failures} of {total}")
-        lines += ["", *control(tasks, n)]
+        if level == "dcf":
+            lines += ["", *control(tasks, n)]
     return lines
 
 
@@ -212,9 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, default=Path(DEFAULT_MIRROR), help="git directory or checkout")
     parser.add_argument("--n", type=int, default=10_000, help="samples per side, task and length")
+    parser.add_argument("--level", choices=sorted(LEVELS), default="dcf", help="the paper's tasks/<level> to compare")
     parser.add_argument("--out", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
-    text = "\n".join(run(args.source, args.n)) + "\n"
+    text = "\n".join(run(args.source, args.n, args.level)) + "\n"
     print(text, end="")
     if args.out:
         args.out.write_text(text)

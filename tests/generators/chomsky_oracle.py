@@ -76,3 +76,34 @@ def equation_sample(key: int, L: int, m: int) -> tuple[list[int], list[int]]:
     equation = f"{text[:idx]}x{text[idx + 1:]}={value}"
     ids = {**{str(d): d for d in range(m)}, "+": m, "-": m + 1, "(": m + 2, ")": m + 3, "x": m + 4, "=": m + 5}
     return [ids[c] for c in equation] + [m + 6], [IGNORE] * L + [int(text[idx])]
+
+
+def duplicate_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    bits = [rng.randint(2) for _ in range(L)]
+    return _tape(bits, 2, bits * 2, 2 * L)
+
+
+def odds_first_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    bits = [rng.randint(2) for _ in range(L)]
+    odd = [b for p, b in enumerate(bits) if p % 2 == 1]
+    even = [b for p, b in enumerate(bits) if p % 2 == 0]
+    return _tape(bits, 2, odd + even, L)
+
+
+def bucket_sort_sample(key: int, L: int, v: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    symbols = [rng.randint(v) for _ in range(L)]
+    return _tape(symbols, v, sorted(symbols), L)
+
+
+def missing_duplicate_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    if L == 1:
+        return [1, 4], [IGNORE, 1]
+    rng = PyStream(key)
+    half = [rng.randint(2) for _ in range(L // 2)]
+    tape = half + half
+    idx = rng.randint(len(tape))
+    label, tape[idx] = tape[idx], 2
+    return tape + [3] * (L % 2) + [4], [IGNORE] * L + [label]

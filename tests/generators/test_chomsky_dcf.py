@@ -14,8 +14,10 @@ from scipy import stats
 
 import chomsky_oracle as ref  # tests/generators is on pytest's pythonpath
 from ssmbench.errors import ConfigError, VerificationError
-from ssmbench.generators.modular_arithmetic_brackets import (ModularArithmeticBrackets,
-                                                              ModularArithmeticBracketsConfig)
+from ssmbench.generators.modular_arithmetic_brackets import (
+    ModularArithmeticBrackets,
+    ModularArithmeticBracketsConfig,
+)
 from ssmbench.generators.reverse_string import ReverseString, ReverseStringConfig
 from ssmbench.generators.solve_equation import SolveEquation, SolveEquationConfig
 from ssmbench.generators.stack_manipulation import StackManipulation, StackManipulationConfig
