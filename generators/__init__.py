@@ -85,6 +85,11 @@ BUILTIN: dict[str, tuple[str, str]] = {
                    "odds_first)"),
     "bucket_sort": ("ssmbench.generators.bucket_sort:BucketSort",
                     "Sort a string of symbols 0..4 (Chomsky hierarchy, CS: bucket_sort)"),
+    "binary_addition": ("ssmbench.generators.binary_addition:BinaryAddition",
+                        "Add two little-endian binary numbers (Chomsky hierarchy, CS: binary_addition)"),
+    "binary_multiplication": ("ssmbench.generators.binary_multiplication:BinaryMultiplication",
+                              "Multiply two little-endian binary numbers (Chomsky hierarchy, CS: "
+                              "binary_multiplication)"),
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),

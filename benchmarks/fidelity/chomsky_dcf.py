@@ -1,21 +1,24 @@
 """Chomsky DCF and CS tasks' fidelity: ssmbench's reverse_string, stack_manipulation, modular_arithmetic_brackets,
-solve_equation (`--level dcf`) and duplicate_string, missing_duplicate_string, odds_first, bucket_sort (`--level cs`)
+solve_equation (`--level dcf`) and duplicate_string, missing_duplicate_string, odds_first, bucket_sort,
+binary_addition, binary_multiplication (`--level cs`)
 against the paper's own generators, run in this process: lengths, tokens, structure, labels, oracle.
 
     python -m benchmarks.fidelity.chomsky_dcf [--level dcf|cs] [--source PATH] [--n 10000] [--out results.txt]
 
 Run from the repository root, as `chomsky_regular` (whose loader writes the snapshot's files unchanged into a
 temporary package and imports them): here `tasks/dcf/*.py` with `tasks/cs/duplicate_string.py` (reverse_string
-subclasses it), or the four `tasks/cs/*.py` built so far. They need `jax`, `tqdm` and `dm-tree` (`tree`); the NumPy-drawn tasks (stack_manipulation,
-modular_arithmetic_brackets, solve_equation ignore the JAX key) are seeded through `np.random.seed`.
+subclasses it), or the six `tasks/cs/*.py` built so far. They need `jax`, `tqdm` and `dm-tree` (`tree`); the tasks
+drawn with NumPy's or Python's global generators (they ignore the JAX key) are seeded through `np.random.seed` and
+`random.seed`.
 
 Per task and length both sides generate n samples (one-hot arrays of the paper turned into ids). Compared, each as a
 pair of histograms (TV and two-sample chi-square, with `chomsky_regular`'s tolerance): the input and answer tokens,
 each token kind apart (bits; digits, operators; stack bits, actions), and structure as one number per sample:
 reverse_string whether the answer's first token is the input's last; stack_manipulation the initial stack's length
-and the final stack's; bucket_sort the number of 0s; missing_duplicate_string where the blank is; the bracket tasks the number of '(' and of those that open the expression (its leftmost
-nesting depth); solve_equation also where `x` sits (tenths of the expression). The oracle column: ssmbench's oracle
-recomputes the paper's scored answer from the paper's inputs on 1,000 samples, and its own on 1,000 of ssmbench's;
+and the final stack's; the binary tasks the first number's width and the answer's length; bucket_sort the number of
+0s; missing_duplicate_string where the blank is; the bracket tasks the number of '(' and of those that open the
+expression (its leftmost nesting depth); solve_equation also where `x` sits (tenths of the expression). The oracle
+column: ssmbench's oracle recomputes the paper's scored answer from the paper's inputs on 1,000 samples, and its own on 1,000 of ssmbench's;
 both must be 1. Controls: mab labels without `*` against the paper's with it must differ, and so must stack lengths
 at L against the paper's at L + 1.
 """
@@ -32,6 +35,7 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 import platform  # noqa: E402
+import random  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -53,11 +57,14 @@ LEVELS = {  # level -> (the snapshot's files, {ssmbench name: (module under task
                                              {"mult": True}),
              "solve_equation": ("dcf.solve_equation", "SolveEquation", {})}),
     "cs": (("tasks/task.py", "tasks/cs/duplicate_string.py", "tasks/cs/missing_duplicate_string.py",
-            "tasks/cs/odds_first.py", "tasks/cs/bucket_sort.py"),
+            "tasks/cs/odds_first.py", "tasks/cs/bucket_sort.py", "tasks/cs/binary_addition.py",
+            "tasks/cs/binary_multiplication.py"),
            {"duplicate_string": ("cs.duplicate_string", "DuplicateString", {}),
             "missing_duplicate_string": ("cs.missing_duplicate_string", "MissingDuplicateString", {}),
             "odds_first": ("cs.odds_first", "OddsFirst", {}),
-            "bucket_sort": ("cs.bucket_sort", "BucketSort", {})}),
+            "bucket_sort": ("cs.bucket_sort", "BucketSort", {}),
+            "binary_addition": ("cs.binary_addition", "BinaryAddition", {}),
+            "binary_multiplication": ("cs.binary_multiplication", "BinaryMultiplication", {})}),
 }
 LENGTHS = (1, 2, 5, 40, 41, 100, 500)
 
@@ -74,8 +81,10 @@ def paper_samples(task: object, length: int, n: int, seed: int) -> tuple[np.ndar
     import jax
 
     np.random.seed(seed + 1)
+    random.seed(seed + 1)
     task.sample_batch(jax.random.PRNGKey(seed + 1), batch_size=n, length=length)
     np.random.seed(seed)
+    random.seed(seed)
     start = time.perf_counter()
     batch = task.sample_batch(jax.random.PRNGKey(seed), batch_size=n, length=length)
     x, y = np.asarray(batch["input"]).argmax(-1), np.asarray(batch["output"]).argmax(-1)
@@ -96,9 +105,10 @@ def ssmbench_samples(name: str, length: int, n: int, seed: int, **changes) -> tu
 
 
 def scored(name: str, y: np.ndarray) -> np.ndarray:
-    """The answer with -100 where neither side scores: after stack_manipulation's termination token (class 2)."""
+    """The answer with -100 where neither side scores: after the termination token (class 2) of stack_manipulation
+    and the binary tasks."""
     y = y.astype(np.int64)
-    if name != "stack_manipulation":
+    if name not in ("stack_manipulation", "binary_addition", "binary_multiplication"):
         return y
     ends = (y == 2).argmax(axis=1)
     return np.where(np.arange(y.shape[1])[None, :] <= ends[:, None], y, -100)
@@ -119,6 +129,10 @@ def histograms(name: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]
         return {"bits": np.bincount(x[x < 2], minlength=2), "blank at": np.bincount((x == 2).argmax(axis=1),
                                                                                     minlength=T),
                 "answer": np.bincount(y.ravel(), minlength=2)}
+    if name in ("binary_addition", "binary_multiplication"):
+        return {"bits": np.bincount(x[x < 2], minlength=2), "width": np.bincount((x == 2).argmax(axis=1), minlength=T),
+                "answer bits": np.bincount(y[(y >= 0) & (y < 2)], minlength=2),
+                "answer len": np.bincount((y == 2).argmax(axis=1), minlength=T + 1)}
     if name == "reverse_string":
         return {"bits": np.bincount(x.ravel(), minlength=2), "answer": np.bincount(y.ravel(), minlength=2),
                 "first=last": np.bincount((y[:, 0] == x[:, -1]).astype(np.int64), minlength=2)}

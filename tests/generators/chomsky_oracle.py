@@ -107,3 +107,48 @@ def missing_duplicate_sample(key: int, L: int) -> tuple[list[int], list[int]]:
     idx = rng.randint(len(tape))
     label, tape[idx] = tape[idx], 2
     return tape + [3] * (L % 2) + [4], [IGNORE] * L + [label]
+
+
+def _operands(rng: PyStream, L: int) -> list[int]:
+    """The expression `n 2 m` (little-endian bits), or one number for L <= 2, as the paper draws it."""
+    if L <= 2:
+        value = rng.randint(2**L - 1)
+        return [(value >> j) & 1 for j in range(L)]
+    width = 1 + rng.randint(L - 2)
+    numbers = []
+    for w in (width, L - 1 - width):
+        bits = [0] * w
+        while not any(bits):
+            bits = [rng.randint(2) for _ in range(w)]
+        numbers.append(bits)
+    return numbers[0] + [2] + numbers[1]
+
+
+def _binary(value: int) -> list[int]:
+    return [int(c) for c in f"{value:b}"[::-1]]
+
+
+def _split(tokens: list[int]) -> tuple[int, int]:
+    cut = tokens.index(2)
+    return (int("".join(map(str, tokens[:cut][::-1])), 2), int("".join(map(str, tokens[cut + 1:][::-1])), 2))
+
+
+def binary_addition_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    tokens = _operands(PyStream(key), L)
+    if L <= 2:
+        total = int("".join(map(str, tokens[::-1])), 2)
+    else:
+        n, m = _split(tokens)
+        total = n + m
+    answer = _binary(total) + [2]
+    return _tape(tokens, 3, answer + [0] * (L + 1 - len(answer)), len(answer))
+
+
+def binary_multiplication_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    tokens = _operands(PyStream(key), L)
+    if L <= 2:
+        answer = [0] * (L - 1) + [2]
+    else:
+        n, m = _split(tokens)
+        answer = _binary(n * m) + [2]
+    return _tape(tokens, 3, answer + [0] * (L - len(answer)), len(answer))

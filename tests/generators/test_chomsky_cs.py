@@ -1,4 +1,5 @@
-"""The Chomsky-hierarchy CS tasks built so far (duplicate_string, missing_duplicate_string, odds_first, bucket_sort):
+"""The Chomsky-hierarchy CS tasks built so far (duplicate_string, missing_duplicate_string, odds_first, bucket_sort,
+binary_addition, binary_multiplication):
 the Numba kernels against slow pure-Python references byte for byte, the answers against their definitions, the
 token and label laws, the oracles and their refusals, the configs and the `chomsky` group."""
 
@@ -12,6 +13,8 @@ from scipy import stats
 
 import chomsky_oracle as ref  # tests/generators is on pytest's pythonpath
 from ssmbench.errors import ConfigError, VerificationError
+from ssmbench.generators.binary_addition import BinaryAddition
+from ssmbench.generators.binary_multiplication import BinaryMultiplication
 from ssmbench.generators.bucket_sort import BucketSort, BucketSortConfig
 from ssmbench.generators.duplicate_string import DuplicateString, DuplicateStringConfig
 from ssmbench.generators.missing_duplicate_string import MissingDuplicateString, MissingDuplicateStringConfig
@@ -20,7 +23,8 @@ from ssmbench.harness.config.task_groups import task_groups
 from ssmbench.seeding import keys_for
 
 CS = {"duplicate_string": DuplicateString(), "missing_duplicate_string": MissingDuplicateString(),
-      "odds_first": OddsFirst(), "bucket_sort": BucketSort()}
+      "odds_first": OddsFirst(), "bucket_sort": BucketSort(), "binary_addition": BinaryAddition(),
+      "binary_multiplication": BinaryMultiplication()}
 
 
 def draw(task, config, n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -35,10 +39,14 @@ def reference(name: str, key: int, config) -> tuple[list[int], list[int]]:
         return ref.odds_first_sample(key, config.L)
     if name == "bucket_sort":
         return ref.bucket_sort_sample(key, config.L, config.vocab_size)
+    if name == "binary_addition":
+        return ref.binary_addition_sample(key, config.L)
+    if name == "binary_multiplication":
+        return ref.binary_multiplication_sample(key, config.L)
     return ref.missing_duplicate_sample(key, config.L)
 
 
-CASES = [(name, cls.Config(L=L)) for name, cls in CS.items() for L in (1, 2, 3, 8, 13, 40, 301)] + [
+CASES = [(name, cls.Config(L=L)) for name, cls in CS.items() for L in (1, 2, 3, 4, 8, 13, 40, 301)] + [
     ("bucket_sort", BucketSortConfig(L=50, vocab_size=11))]
 
 
@@ -91,6 +99,29 @@ def test_oracle_solves_from_the_inputs_and_refuses_a_broken_layout(name):
         task.oracle(config, row)
 
 
+def test_binary_widths_are_uniform_and_numbers_are_never_zero():
+    """The first number's width is uniform in 1..L-2 and each number uniform over its nonzero values: at L = 6 the
+    width and the value of n (width 2: 1, 2, 3 equally likely) against their laws; the answers against Python."""
+    L, n = 6, 6000
+    for task in (BinaryAddition(), BinaryMultiplication()):
+        _, block = draw(task, task.Config(L=L), n)
+        x, y = block["inputs"].astype(int), block["targets"].astype(int)
+        width = (x[:, :L] == 2).argmax(axis=1)
+        assert ((x[:, :L] == 2).sum(axis=1) == 1).all()
+        assert stats.chisquare(np.bincount(width, minlength=L - 1)[1:]).pvalue > 1e-3
+        two = x[width == 2]
+        values = two[:, 0] + 2 * two[:, 1]
+        assert values.min() >= 1 and stats.chisquare(np.bincount(values, minlength=4)[1:]).pvalue > 1e-3
+        for row, answer in zip(x[:300].tolist(), y[:300, L:].tolist(), strict=True):
+            cut = row.index(2)
+            a = int("".join(map(str, row[:cut][::-1])), 2)
+            b = int("".join(map(str, row[cut + 1:L][::-1])), 2)
+            want = a + b if task.name == "binary_addition" else a * b
+            end = answer.index(2)
+            assert int("".join(map(str, answer[:end][::-1])), 2) == want and answer[end - 1] == 1
+            assert all(t == -100 for t in answer[end + 1:])
+
+
 def test_missing_duplicate_oracle_refuses_unequal_copies():
     config = MissingDuplicateStringConfig(L=6)
     with pytest.raises(VerificationError):
@@ -109,7 +140,7 @@ def test_generation_works_at_every_length_of_the_train_short_test_long_range():
 
 
 def test_groups_and_bad_configs():
-    assert task_groups()["chomsky"][8:12] == list(CS)
+    assert task_groups()["chomsky"][8:14] == list(CS)
     for cls, changes, field in [(DuplicateStringConfig, {"L": 0}, "L"), (OddsFirstConfig, {"L": 2**17}, "L"),
                                 (BucketSortConfig, {"vocab_size": 1}, "vocab_size")]:
         with pytest.raises(ConfigError) as err:
