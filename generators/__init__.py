@@ -90,6 +90,9 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "binary_multiplication": ("ssmbench.generators.binary_multiplication:BinaryMultiplication",
                               "Multiply two little-endian binary numbers (Chomsky hierarchy, CS: "
                               "binary_multiplication)"),
+    "compute_sqrt": ("ssmbench.generators.compute_sqrt:ComputeSqrt",
+                     "Compute the integer square root of a big-endian binary number (Chomsky hierarchy, CS: "
+                     "compute_sqrt)"),
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),

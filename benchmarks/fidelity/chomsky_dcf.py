@@ -1,13 +1,13 @@
 """Chomsky DCF and CS tasks' fidelity: ssmbench's reverse_string, stack_manipulation, modular_arithmetic_brackets,
 solve_equation (`--level dcf`) and duplicate_string, missing_duplicate_string, odds_first, bucket_sort,
-binary_addition, binary_multiplication (`--level cs`)
+binary_addition, binary_multiplication, compute_sqrt (`--level cs`)
 against the paper's own generators, run in this process: lengths, tokens, structure, labels, oracle.
 
     python -m benchmarks.fidelity.chomsky_dcf [--level dcf|cs] [--source PATH] [--n 10000] [--out results.txt]
 
 Run from the repository root, as `chomsky_regular` (whose loader writes the snapshot's files unchanged into a
 temporary package and imports them): here `tasks/dcf/*.py` with `tasks/cs/duplicate_string.py` (reverse_string
-subclasses it), or the six `tasks/cs/*.py` built so far. They need `jax`, `tqdm` and `dm-tree` (`tree`); the tasks
+subclasses it), or the seven `tasks/cs/*.py` built so far. They need `jax`, `tqdm` and `dm-tree` (`tree`); the tasks
 drawn with NumPy's or Python's global generators (they ignore the JAX key) are seeded through `np.random.seed` and
 `random.seed`.
 
@@ -15,7 +15,7 @@ Per task and length both sides generate n samples (one-hot arrays of the paper t
 pair of histograms (TV and two-sample chi-square, with `chomsky_regular`'s tolerance): the input and answer tokens,
 each token kind apart (bits; digits, operators; stack bits, actions), and structure as one number per sample:
 reverse_string whether the answer's first token is the input's last; stack_manipulation the initial stack's length
-and the final stack's; the binary tasks the first number's width and the answer's length; bucket_sort the number of
+and the final stack's; the binary tasks the first number's width and the answer's length; compute_sqrt where the first 1 is; bucket_sort the number of
 0s; missing_duplicate_string where the blank is; the bracket tasks the number of '(' and of those that open the
 expression (its leftmost nesting depth); solve_equation also where `x` sits (tenths of the expression). The oracle
 column: ssmbench's oracle recomputes the paper's scored answer from the paper's inputs on 1,000 samples, and its own on 1,000 of ssmbench's;
@@ -58,13 +58,14 @@ LEVELS = {  # level -> (the snapshot's files, {ssmbench name: (module under task
              "solve_equation": ("dcf.solve_equation", "SolveEquation", {})}),
     "cs": (("tasks/task.py", "tasks/cs/duplicate_string.py", "tasks/cs/missing_duplicate_string.py",
             "tasks/cs/odds_first.py", "tasks/cs/bucket_sort.py", "tasks/cs/binary_addition.py",
-            "tasks/cs/binary_multiplication.py"),
+            "tasks/cs/binary_multiplication.py", "tasks/cs/compute_sqrt.py"),
            {"duplicate_string": ("cs.duplicate_string", "DuplicateString", {}),
             "missing_duplicate_string": ("cs.missing_duplicate_string", "MissingDuplicateString", {}),
             "odds_first": ("cs.odds_first", "OddsFirst", {}),
             "bucket_sort": ("cs.bucket_sort", "BucketSort", {}),
             "binary_addition": ("cs.binary_addition", "BinaryAddition", {}),
-            "binary_multiplication": ("cs.binary_multiplication", "BinaryMultiplication", {})}),
+            "binary_multiplication": ("cs.binary_multiplication", "BinaryMultiplication", {}),
+            "compute_sqrt": ("cs.compute_sqrt", "ComputeSqrt", {})}),
 }
 LENGTHS = (1, 2, 5, 40, 41, 100, 500)
 
@@ -133,6 +134,9 @@ def histograms(name: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]
         return {"bits": np.bincount(x[x < 2], minlength=2), "width": np.bincount((x == 2).argmax(axis=1), minlength=T),
                 "answer bits": np.bincount(y[(y >= 0) & (y < 2)], minlength=2),
                 "answer len": np.bincount((y == 2).argmax(axis=1), minlength=T + 1)}
+    if name == "compute_sqrt":
+        return {"bits": np.bincount(x.ravel(), minlength=2), "answer": np.bincount(y.ravel(), minlength=2),
+                "top 1 at": np.bincount(x.argmax(axis=1), minlength=T)}
     if name == "reverse_string":
         return {"bits": np.bincount(x.ravel(), minlength=2), "answer": np.bincount(y.ravel(), minlength=2),
                 "first=last": np.bincount((y[:, 0] == x[:, -1]).astype(np.int64), minlength=2)}

@@ -152,3 +152,18 @@ def binary_multiplication_sample(key: int, L: int) -> tuple[list[int], list[int]
         n, m = _split(tokens)
         answer = _binary(n * m) + [2]
     return _tape(tokens, 3, answer + [0] * (L - len(answer)), len(answer))
+
+
+def compute_sqrt_sample(key: int, L: int) -> tuple[list[int], list[int]]:
+    rng = PyStream(key)
+    bits = [0] * L
+    while not any(bits):
+        bits = [rng.randint(2) for _ in range(L)]
+    number = int("".join(map(str, bits)), 2)
+    low, high = 0, 1 << ((L + 1) // 2)  # bisection on r * r <= number (not math.isqrt, the oracle's)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if middle * middle <= number else (low, middle)
+    root = low
+    h = (L + 1) // 2
+    return _tape(bits, 2, [int(c) for c in format(root, f"0{h}b")], h)

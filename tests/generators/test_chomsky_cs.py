@@ -1,11 +1,12 @@
 """The Chomsky-hierarchy CS tasks built so far (duplicate_string, missing_duplicate_string, odds_first, bucket_sort,
-binary_addition, binary_multiplication):
+binary_addition, binary_multiplication, compute_sqrt):
 the Numba kernels against slow pure-Python references byte for byte, the answers against their definitions, the
 token and label laws, the oracles and their refusals, the configs and the `chomsky` group."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from ssmbench.errors import ConfigError, VerificationError
 from ssmbench.generators.binary_addition import BinaryAddition
 from ssmbench.generators.binary_multiplication import BinaryMultiplication
 from ssmbench.generators.bucket_sort import BucketSort, BucketSortConfig
+from ssmbench.generators.compute_sqrt import ComputeSqrt, ComputeSqrtConfig
 from ssmbench.generators.duplicate_string import DuplicateString, DuplicateStringConfig
 from ssmbench.generators.missing_duplicate_string import MissingDuplicateString, MissingDuplicateStringConfig
 from ssmbench.generators.odds_first import OddsFirst, OddsFirstConfig
@@ -24,7 +26,7 @@ from ssmbench.seeding import keys_for
 
 CS = {"duplicate_string": DuplicateString(), "missing_duplicate_string": MissingDuplicateString(),
       "odds_first": OddsFirst(), "bucket_sort": BucketSort(), "binary_addition": BinaryAddition(),
-      "binary_multiplication": BinaryMultiplication()}
+      "binary_multiplication": BinaryMultiplication(), "compute_sqrt": ComputeSqrt()}
 
 
 def draw(task, config, n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -43,6 +45,8 @@ def reference(name: str, key: int, config) -> tuple[list[int], list[int]]:
         return ref.binary_addition_sample(key, config.L)
     if name == "binary_multiplication":
         return ref.binary_multiplication_sample(key, config.L)
+    if name == "compute_sqrt":
+        return ref.compute_sqrt_sample(key, config.L)
     return ref.missing_duplicate_sample(key, config.L)
 
 
@@ -122,6 +126,22 @@ def test_binary_widths_are_uniform_and_numbers_are_never_zero():
             assert all(t == -100 for t in answer[end + 1:])
 
 
+def test_square_roots_of_every_number_and_the_number_law():
+    """Every number of 1..2^9-1 through the kernel's root (the paper's example 100101 -> 110 among them), and the
+    numbers uniform over 1..2^4-1 at L = 4."""
+    from ssmbench.generators.compute_sqrt import _isqrt_bits
+
+    for L in (6, 9):
+        for number in range(1, 2**L):
+            x = np.array([int(c) for c in f"{number:0{L}b}"], np.uint8)
+            out = np.zeros((L + 1) // 2, np.int8)
+            _isqrt_bits(x, L, (L + 1) // 2, out)
+            assert int("".join(map(str, out)), 2) == math.isqrt(number), (L, number)
+    _, block = draw(ComputeSqrt(), ComputeSqrtConfig(L=4), 6000)
+    values = block["inputs"][:, :4].astype(int) @ np.array([8, 4, 2, 1])
+    assert values.min() >= 1 and stats.chisquare(np.bincount(values, minlength=16)[1:]).pvalue > 1e-3
+
+
 def test_missing_duplicate_oracle_refuses_unequal_copies():
     config = MissingDuplicateStringConfig(L=6)
     with pytest.raises(VerificationError):
@@ -140,7 +160,7 @@ def test_generation_works_at_every_length_of_the_train_short_test_long_range():
 
 
 def test_groups_and_bad_configs():
-    assert task_groups()["chomsky"][8:14] == list(CS)
+    assert task_groups()["chomsky"][8:15] == list(CS)
     for cls, changes, field in [(DuplicateStringConfig, {"L": 0}, "L"), (OddsFirstConfig, {"L": 2**17}, "L"),
                                 (BucketSortConfig, {"vocab_size": 1}, "vocab_size")]:
         with pytest.raises(ConfigError) as err:
