@@ -64,6 +64,35 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "modular_arithmetic": ("ssmbench.generators.modular_arithmetic:ModularArithmetic",
                            "Reduce an expression of digits and +, -, * modulo 5 (Chomsky hierarchy, regular: "
                            "modular_arithmetic)"),
+    "reverse_string": ("ssmbench.generators.reverse_string:ReverseString",
+                       "Output a bit string in reverse order (Chomsky hierarchy, DCF: reverse_string)"),
+    "stack_manipulation": ("ssmbench.generators.stack_manipulation:StackManipulation",
+                           "Run stack instructions and output the final stack (Chomsky hierarchy, DCF: "
+                           "stack_manipulation)"),
+    "modular_arithmetic_brackets": ("ssmbench.generators.modular_arithmetic_brackets:ModularArithmeticBrackets",
+                                    "Reduce a fully bracketed expression of digits and +, -, * modulo 5 (Chomsky "
+                                    "hierarchy, DCF: modular_arithmetic_brackets)"),
+    "solve_equation": ("ssmbench.generators.solve_equation:SolveEquation",
+                       "Find the digit hidden as x in a bracketed equation modulo 5 (Chomsky hierarchy, DCF: "
+                       "solve_equation)"),
+    "duplicate_string": ("ssmbench.generators.duplicate_string:DuplicateString",
+                         "Output a bit string twice (Chomsky hierarchy, CS: duplicate_string)"),
+    "missing_duplicate_string": ("ssmbench.generators.missing_duplicate_string:MissingDuplicateString",
+                                 "Find the blanked bit of a bit string written twice (Chomsky hierarchy, CS: "
+                                 "missing_duplicate_string)"),
+    "odds_first": ("ssmbench.generators.odds_first:OddsFirst",
+                   "Output a bit string's odd-position bits, then its even-position bits (Chomsky hierarchy, CS: "
+                   "odds_first)"),
+    "bucket_sort": ("ssmbench.generators.bucket_sort:BucketSort",
+                    "Sort a string of symbols 0..4 (Chomsky hierarchy, CS: bucket_sort)"),
+    "binary_addition": ("ssmbench.generators.binary_addition:BinaryAddition",
+                        "Add two little-endian binary numbers (Chomsky hierarchy, CS: binary_addition)"),
+    "binary_multiplication": ("ssmbench.generators.binary_multiplication:BinaryMultiplication",
+                              "Multiply two little-endian binary numbers (Chomsky hierarchy, CS: "
+                              "binary_multiplication)"),
+    "compute_sqrt": ("ssmbench.generators.compute_sqrt:ComputeSqrt",
+                     "Compute the integer square root of a big-endian binary number (Chomsky hierarchy, CS: "
+                     "compute_sqrt)"),
     "word_problem": ("ssmbench.generators.word_problem:WordProblem",
                      "Track the running product of group elements: the word problem of S5, A5, A4xZ5 or Z60 "
                      "(Illusion of State)"),

@@ -57,22 +57,29 @@ LENGTHS = (1, 2, 5, 40, 41, 100, 500)
 """Training lengths (1..40: both ends), the first test length 41, and test lengths up to the paper's 500."""
 
 
-def load_paper(source: Path, into: Path) -> tuple[dict[str, type], str]:
-    """Write the paper's task files from the snapshot into `into`, import them; ({name: class}, commit)."""
+def install_paper(source: Path, into: Path, files: tuple[str, ...]) -> str:
+    """Write the paper's `files` from the snapshot's HEAD, unchanged, as the package `into/PACKAGE` and put `into` on
+    sys.path (chex stubbed where missing); the snapshot's commit."""
     bare = not (source / ".git").exists() and (source / "HEAD").exists()
     git = ["git", f"--git-dir={source}"] if bare else ["git", "-C", str(source)]
     commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    for name in FILES:
+    for name in files:
         text = subprocess.run([*git, "show", f"HEAD:{name}"], check=True, capture_output=True).stdout
         (into / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
         (into / PACKAGE / name).write_bytes(text)
-    for package in ("", "tasks", "tasks/regular"):
+    for package in {"", *(str(Path(name).parent) for name in files)}:
         (into / PACKAGE / package / "__init__.py").touch()
     if importlib.util.find_spec("chex") is None:  # annotations only: chex.PRNGKey, chex.Array
         chex = types.ModuleType("chex")
         chex.PRNGKey = chex.Array = object  # type: ignore[attr-defined]
         sys.modules["chex"] = chex
     sys.path.insert(0, str(into))
+    return commit
+
+
+def load_paper(source: Path, into: Path) -> tuple[dict[str, type], str]:
+    """Write the paper's task files from the snapshot into `into`, import them; ({name: class}, commit)."""
+    commit = install_paper(source, into, FILES)
     classes = {ours: getattr(importlib.import_module(f"{PACKAGE}.tasks.regular.{module}"), cls)
                for ours, (module, cls) in TASKS.items()}
     return classes, commit

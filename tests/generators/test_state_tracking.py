@@ -201,7 +201,7 @@ def test_generation_works_at_every_length_of_the_train_short_test_long_range():
 
 def test_groups_and_bad_configs():
     groups = task_groups()
-    assert groups["chomsky"] == ["parity_check", "even_pairs", "cycle_navigation", "modular_arithmetic"]
+    assert groups["chomsky"][:4] == ["parity_check", "even_pairs", "cycle_navigation", "modular_arithmetic"]
     assert groups["state_tracking"] == ["parity_check", "modular_arithmetic", "word_problem"]
     for cls, changes, field in [(ParityCheckConfig, {"L": 0}, "L"), (EvenPairsConfig, {"L": 2**17}, "L"),
                                 (CycleNavigationConfig, {"cycle_length": 1}, "cycle_length"),

@@ -8,12 +8,13 @@ import pytest
 from ssmbench.errors import ConfigError
 from ssmbench.harness.config.presets import merge_tables, paper_rows, resolve_preset
 from ssmbench.harness.config.resolver import resolve_run
+from ssmbench.harness.config.task_groups import task_groups
 from ssmbench.registry import get_task
 
-REGULAR = ["parity_check", "even_pairs", "cycle_navigation", "modular_arithmetic"]
+CHOMSKY = task_groups()["chomsky"]  # regular, DCF and CS: one paper setting for every task of the family
 
 
-@pytest.mark.parametrize("task", REGULAR)
+@pytest.mark.parametrize("task", CHOMSKY)
 def test_chomsky_tasks_pick_the_papers_rows_with_the_repositorys_settings(task):
     p = resolve_preset("paper", get_task(task), "attention")
     assert p.name == "chomsky_paper/chomsky/attention"
@@ -44,7 +45,7 @@ def test_every_new_row_resolves_to_a_run_config_with_an_existing_model():
         assert run.task_config["L"] in (20, 40)
 
 
-@pytest.mark.parametrize("task", [*REGULAR, "word_problem"])
+@pytest.mark.parametrize("task", [*CHOMSKY, "word_problem"])
 @pytest.mark.parametrize("model", ["attention", "dlr"])
 def test_quick_sections_are_cpu_sized(task, model):
     run = resolve_run(model, task, "quick")
