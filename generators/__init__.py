@@ -70,7 +70,7 @@ BUILTIN: dict[str, tuple[str, str]] = {
                            "Run stack instructions and output the final stack (Chomsky hierarchy, DCF: "
                            "stack_manipulation)"),
     "modular_arithmetic_brackets": ("ssmbench.generators.modular_arithmetic_brackets:ModularArithmeticBrackets",
-                                    "Reduce a fully bracketed expression of digits and +, -, * modulo 5 (Chomsky "
+                                    "Reduce a bracketed expression of digits and +, -, * modulo 5 (Chomsky "
                                     "hierarchy, DCF: modular_arithmetic_brackets)"),
     "solve_equation": ("ssmbench.generators.solve_equation:SolveEquation",
                        "Find the digit hidden as x in a bracketed equation modulo 5 (Chomsky hierarchy, DCF: "

@@ -75,8 +75,7 @@ def _fill_brackets(keys, m, mult, inputs, targets):
 
 @typing.final
 class ModularArithmeticBrackets(Task[ModularArithmeticBracketsConfig]):
-    """Reduce a fully bracketed expression of digits and +, -, * modulo 5 (Chomsky hierarchy, DCF:
-    modular_arithmetic_brackets)
+    """Reduce a bracketed expression of digits and +, -, * modulo 5 (Chomsky hierarchy, DCF: modular_arithmetic_brackets)
 
     Input (L+1,) token ids: an expression of L tokens (digits 0..m-1, m +, m+1 -, m+2 *, m+3 (, m+4 )), then the
     query token m+6; target (L+1,): at the query the value mod m, -100 elsewhere.

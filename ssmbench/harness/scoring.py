@@ -67,7 +67,9 @@ def score_checkpoint(checkpoint: str | Path, split: str = "test", *, task: str |
         raise ConfigError("--task", f"the checkpoint was trained on {cfg.task}, not {task}",
                           "drop --task (the checkpoint's task is used) or pick another checkpoint")
     overrides = {**(overrides or {}), **{k: v for k, v in (("L", length), ("size", size)) if v is not None}}
-    allowed = scoring_keys_for(cfg.resolved_task.task)
+    from ..registry import get_task
+
+    allowed = scoring_keys_for(get_task(cfg.task))  # the task's own policy; its Spec is made once, below
     bad = [k for k in (overrides or {}) if k not in allowed]
     if bad:
         raise ConfigError(bad[0], f"cannot change when scoring a {cfg.task} checkpoint (it would no longer be that "
