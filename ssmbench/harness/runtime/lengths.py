@@ -110,12 +110,12 @@ def at_length(task: Any, length: int) -> Any:
 
 
 @contextlib.contextmanager
-def output_rows(model: Any, rows: int) -> Iterator[None]:
+def output_rows(model: Any, rows: int | None) -> Iterator[None]:
     """The backbone decodes the rightmost `rows` positions for this step (a per-position task trained at several
     lengths has as many target rows as positions); its own count again afterwards. A model without `l_output` (a
-    plug-in factory) is left alone: it must give as many rows as the targets have."""
+    plug-in factory), or targets without a row axis (`rows` None: one label a sample), is left alone."""
     before = getattr(model, "l_output", None)
-    if not isinstance(before, int) or before == rows:
+    if not isinstance(before, int) or rows is None or before == rows:
         yield
         return
     model.l_output = rows

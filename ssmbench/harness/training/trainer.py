@@ -264,7 +264,7 @@ def update(loop: Loop, batch: dict[str, torch.Tensor], scaled: bool = False) -> 
     s, opt, scaler = loop.s, loop.optimizer, loop.scaler
     x = batch["inputs"].to(s.env.device, non_blocking=True)   # (B_rank, T, ...)
     y = batch["targets"].to(s.env.device, non_blocking=True)  # (B_rank, l_output, ...)
-    with autocast_context(s.cfg.hardware.precision, s.env.device), output_rows(s.bare, y.shape[1]):
+    with autocast_context(s.cfg.hardware.precision, s.env.device), output_rows(s.bare, y.shape[1] if y.dim() > 1 else None):
         loss = s.objective.loss(s.model(x), y)  # output_rows: a step at another length has other target rows
     opt.zero_grad(set_to_none=True)
     if scaled:
